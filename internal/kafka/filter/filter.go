@@ -1,0 +1,165 @@
+// Package filter is the API between Strait's Kafka proxy and the policies
+// that act on traffic: a Filter subscribes to API keys, sees their requests
+// and responses decoded, may change them, may answer a request itself, and
+// may send requests of its own upstream through its Context.
+//
+// Filters never see connections, sockets or bytes in flight: the proxy
+// decodes for them and encodes what they leave. Keys no filter subscribes to
+// are never decoded. This package imports only kafka/wire and franz-go kmsg;
+// it must never import the proxy.
+package filter
+
+import (
+	"context"
+	"log/slog"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Filter is one policy in a virtual cluster's chain. A filter value is
+// shared by every connection of its virtual cluster and must be safe for
+// concurrent use; per-connection state belongs in the Context.
+//
+// A filter implements RequestHandler, ResponseHandler or both.
+type Filter interface {
+	// Name identifies the filter in logs and metrics.
+	Name() string
+	// Interest says which requests and responses the filter sees. It is
+	// read once, when the chain is built.
+	Interest() Interest
+}
+
+// RequestHandler sees decoded requests of the keys it subscribed to.
+type RequestHandler interface {
+	// OnRequest may change req.Body in place, or answer it with
+	// req.Respond. An error ends the connection: use it for faults that
+	// leave the connection unusable, and answer protocol-level refusals with
+	// an error-coded response instead.
+	OnRequest(c *Context, req *Request) error
+}
+
+// ResponseHandler sees decoded responses of the keys it subscribed to.
+type ResponseHandler interface {
+	// OnResponse may change resp.Body in place. An error ends the
+	// connection.
+	OnResponse(c *Context, resp *Response) error
+}
+
+// ResponseSkimmer is optional for a ResponseHandler. Before decoding a
+// response the filter subscribed to, the proxy offers it the raw body; if
+// every subscribed filter declines, the response is forwarded as bytes.
+// This lets a filter that needs one rare field (a tagged field, say) keep
+// its key on the fast path.
+type ResponseSkimmer interface {
+	WantsResponse(key, version int16, body []byte) bool
+}
+
+// KeyRange selects versions MinVersion..MaxVersion of one API key. A
+// MaxVersion of zero means every version from MinVersion up.
+type KeyRange struct {
+	Key        int16
+	MinVersion int16
+	MaxVersion int16
+}
+
+// Contains reports whether the range covers key at version.
+func (r KeyRange) Contains(key, version int16) bool {
+	return key == r.Key && version >= r.MinVersion && (r.MaxVersion == 0 || version <= r.MaxVersion)
+}
+
+// Keys selects every version of each key.
+func Keys(keys ...int16) []KeyRange {
+	rs := make([]KeyRange, len(keys))
+	for i, k := range keys {
+		rs[i] = KeyRange{Key: k}
+	}
+	return rs
+}
+
+// Interest is a filter's subscription.
+type Interest struct {
+	Requests  []KeyRange
+	Responses []KeyRange
+}
+
+// Header is the part of a request header filters may read.
+type Header struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// Request is a decoded request on its way upstream.
+type Request struct {
+	Header Header
+	// Body is the decoded request. For an ApiVersions request newer than
+	// Strait can read, Body is an empty ApiVersionsRequest carrying only the
+	// version (KIP-511: the body of a newer version cannot be parsed).
+	Body kmsg.Request
+
+	response kmsg.Response
+}
+
+// Respond answers the request without sending it upstream. Filters after
+// this one do not see the request; filters before it see the response, in
+// reverse order, as they would an upstream one. The response's version is
+// the request's unless set otherwise.
+func (r *Request) Respond(resp kmsg.Response) { r.response = resp }
+
+// Response returns the answer set by Respond, if any.
+func (r *Request) Response() kmsg.Response { return r.response }
+
+// Response is a decoded response on its way to the client.
+type Response struct {
+	Header Header
+	// Request is the decoded request this answers, when some filter
+	// subscribed to the request; nil otherwise.
+	Request kmsg.Request
+	Body    kmsg.Response
+}
+
+// Sender sends a request of the filter's own to the target cluster and
+// waits for its response. It is not the client's connection: the client's
+// correlation ids and ordering are untouched.
+type Sender interface {
+	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// TopicResolver maps topic IDs (Produce v13+, Fetch v13+) to names.
+type TopicResolver interface {
+	TopicName(ctx context.Context, id [16]byte) (string, error)
+}
+
+// Context is what a filter knows of the connection a message travels on.
+// One Context lives as long as its client connection and is used by one
+// goroutine at a time per direction: requests are handled in order on one
+// goroutine and responses in order on another.
+type Context struct {
+	Ctx            context.Context
+	VirtualCluster string
+	ClientAddr     net.Addr
+	// Principal is the authenticated identity of the client, set by an
+	// authentication filter; empty when none has run.
+	Principal string
+	Log       *slog.Logger
+	Upstream  Sender
+	Topics    TopicResolver
+
+	state map[any]any
+}
+
+// Value returns the per-connection state a filter stored under key.
+// Requests and responses are handled on different goroutines: a filter that
+// shares state between the two must synchronise it itself.
+func (c *Context) Value(key any) any { return c.state[key] }
+
+// SetValue stores per-connection state under key. Call it only from
+// OnRequest (or only from OnResponse) for a given key.
+func (c *Context) SetValue(key, v any) {
+	if c.state == nil {
+		c.state = make(map[any]any)
+	}
+	c.state[key] = v
+}

@@ -1,0 +1,627 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/wire"
+)
+
+const (
+	readBufSize  = 64 << 10 // holds any request header plus Produce's acks prefix
+	writeBufSize = 32 << 10
+	// keepBuf is the largest decode buffer a connection keeps between
+	// frames; bigger ones are dropped after use so an idle connection
+	// holds little memory.
+	keepBuf          = 1 << 20
+	handshakeTimeout = 10 * time.Second
+)
+
+// pending is one request awaiting its response, in the order sent.
+type pending struct {
+	hdr   filter.Header
+	sent  time.Time
+	local []byte       // a whole response frame a filter produced
+	mask  filter.Mask  // response filters to run
+	upTo  int          // only filters before this chain position
+	req   kmsg.Request // the decoded request, if a filter decoded it
+}
+
+// conn relays one client connection to one broker connection. Two
+// goroutines own it: readRequests (client → broker) and respond
+// (broker → client). pending entries pass from the first to the second
+// through a bounded channel, which is what keeps responses in request order
+// and bounds how much a slow peer makes the gateway hold.
+type conn struct {
+	v      *VirtualCluster
+	log    *slog.Logger
+	client net.Conn
+	up     net.Conn
+	cr     *bufio.Reader
+	uw     *bufio.Writer
+	ur     *bufio.Reader
+	cw     *bufio.Writer
+	fc     filter.Context
+
+	inflight  chan pending
+	done      chan struct{} // closed by close
+	respDone  chan struct{} // closed when respond returns
+	closeOnce sync.Once
+	closing   atomic.Bool
+	draining  atomic.Bool
+
+	respBuf []byte // respond's decode buffer
+	encBuf  []byte // readRequests' encode buffer
+	respEnc []byte // respond's encode buffer
+}
+
+func (v *VirtualCluster) serve(raw net.Conn, node int32) {
+	v.m.connsTotal.Inc()
+	v.m.connsOpen.Inc()
+	defer v.m.connsOpen.Dec()
+	log := v.log.With("client", raw.RemoteAddr().String())
+	if node != bootstrapNode {
+		log = log.With("node", node)
+	}
+	client := raw
+	if v.opts.TLS != nil {
+		tc := tls.Server(raw, v.opts.TLS)
+		raw.SetDeadline(time.Now().Add(handshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			v.m.err(errTLSHandshake)
+			log.Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
+			raw.Close()
+			return
+		}
+		raw.SetDeadline(time.Time{})
+		client = tc
+	}
+	up, addr, err := v.dialUpstream(node)
+	if err != nil {
+		v.m.err(errUpstreamConnect)
+		log.Warn("cannot reach the broker; closing the client connection", "err", err)
+		client.Close()
+		return
+	}
+	c := &conn{
+		v:        v,
+		log:      log.With("broker", addr),
+		client:   client,
+		up:       up,
+		cr:       bufio.NewReaderSize(client, readBufSize),
+		uw:       bufio.NewWriterSize(up, writeBufSize),
+		ur:       bufio.NewReaderSize(up, readBufSize),
+		cw:       bufio.NewWriterSize(client, writeBufSize),
+		inflight: make(chan pending, v.opts.MaxInflight),
+		done:     make(chan struct{}),
+		respDone: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(v.ctx)
+	defer cancel()
+	c.fc = filter.Context{
+		Ctx:            ctx,
+		VirtualCluster: v.opts.Name,
+		ClientAddr:     raw.RemoteAddr(),
+		Log:            c.log,
+		Upstream:       v,
+		Topics:         v,
+	}
+	if !v.track(c) {
+		c.close()
+		return
+	}
+	defer v.untrack(c)
+	c.log.Debug("connection open")
+	go c.respond()
+	err = c.readRequests()
+	switch {
+	case err == nil:
+		close(c.inflight)
+	default:
+		if !c.closing.Load() {
+			c.log.Warn("closing connection", "err", err)
+		}
+		c.close()
+		close(c.inflight)
+	}
+	<-c.respDone
+	c.log.Debug("connection closed")
+}
+
+func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
+	ctx, cancel := context.WithTimeout(v.ctx, v.opts.Target.ConnectTimeout)
+	defer cancel()
+	dial := v.dialer()
+	if node != bootstrapNode {
+		addr, err := v.upstreamAddr(ctx, node)
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := dial(ctx, "tcp", addr)
+		return c, addr, err
+	}
+	// Bootstrap: try each server once, from a random start.
+	var errs []error
+	bs := v.opts.Target.Bootstrap
+	first, _ := v.upstreamAddr(ctx, bootstrapNode)
+	start := 0
+	for i, b := range bs {
+		if b == first {
+			start = i
+		}
+	}
+	for i := range bs {
+		addr := bs[(start+i)%len(bs)]
+		c, err := dial(ctx, "tcp", addr)
+		if err == nil {
+			return c, addr, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// close tears the connection down at once; safe to call more than once.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		close(c.done)
+		c.client.Close()
+		c.up.Close()
+	})
+}
+
+// drain stops reading new requests; those in flight still get answers.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	c.client.SetReadDeadline(time.Now())
+}
+
+var errDrained = errors.New("drained")
+
+// readRequests relays client frames to the broker until the client goes
+// away (nil), the connection drains (nil), or something is wrong (error).
+func (c *conn) readRequests() error {
+	v := c.v
+	var sz [4]byte
+	for {
+		// Flush before any read that may block, so pipelined requests go
+		// out together and none waits in the buffer.
+		if c.cr.Buffered() == 0 && c.uw.Buffered() > 0 {
+			if err := c.uw.Flush(); err != nil {
+				return c.upstreamWriteErr(err)
+			}
+		}
+		if _, err := io.ReadFull(c.cr, sz[:]); err != nil {
+			if errors.Is(err, io.EOF) || c.draining.Load() || c.closing.Load() {
+				return c.uw.Flush()
+			}
+			v.m.err(errClientIO)
+			return fmt.Errorf("reading from client: %w", err)
+		}
+		size, err := wire.FrameSize(sz, int64(v.opts.MaxFrame))
+		if err != nil {
+			v.m.err(errFrameTooLarge)
+			return fmt.Errorf("client frame: %w", err)
+		}
+		h, err := c.peekHeader(size)
+		if err != nil {
+			v.m.err(errMalformed)
+			return fmt.Errorf("client request header: %w", err)
+		}
+		reqMask := v.chain.RequestMask(h.Key, h.Version)
+		if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
+			v.m.err(errUnknownAPI)
+			if !wire.KnownKey(h.Key) {
+				return fmt.Errorf("client sent API key %d, which Strait does not know (correlation id %d)", h.Key, h.CorrelationID)
+			}
+			return fmt.Errorf("client sent %s v%d, newer than Strait reads (v%d); it was never offered in ApiVersions",
+				wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
+		}
+		v.m.requests[h.Key].Inc()
+		v.m.bytesUp.Add(float64(4 + size))
+		p := pending{
+			hdr:  filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID},
+			mask: v.chain.ResponseMask(h.Key, h.Version),
+			upTo: v.chain.Len(),
+		}
+		expect := true
+		if reqMask == 0 {
+			if h.Key == wire.KeyProduce {
+				acks, err := c.peekAcks(h, size)
+				if err != nil {
+					v.m.err(errMalformed)
+					return err
+				}
+				expect = acks != 0
+			}
+			if _, err := c.uw.Write(sz[:]); err != nil {
+				return c.upstreamWriteErr(err)
+			}
+			if err := copyN(c.uw, c.cr, size); err != nil {
+				return c.relayErr(err)
+			}
+		} else {
+			var err error
+			if expect, err = c.filterRequest(h, size, reqMask, &p); err != nil {
+				return err
+			}
+		}
+		if !expect {
+			continue
+		}
+		p.sent = time.Now()
+		select {
+		case c.inflight <- p:
+			continue
+		default:
+		}
+		// The pipeline is full: the broker must see what is buffered
+		// before the responder can free a slot.
+		if err := c.uw.Flush(); err != nil {
+			return c.upstreamWriteErr(err)
+		}
+		select {
+		case c.inflight <- p:
+		case <-c.done:
+			return errDrained
+		}
+	}
+}
+
+func (c *conn) upstreamWriteErr(err error) error {
+	if c.closing.Load() {
+		return err
+	}
+	c.v.m.err(errUpstreamClosed)
+	return fmt.Errorf("writing to broker: %w", err)
+}
+
+// relayErr classifies an error from copyN: reads are from the client,
+// writes to the broker.
+func (c *conn) relayErr(err error) error {
+	var we *writeError
+	if errors.As(err, &we) {
+		return c.upstreamWriteErr(we.err)
+	}
+	if c.closing.Load() {
+		return err
+	}
+	c.v.m.err(errClientIO)
+	return fmt.Errorf("client closed mid-frame: %w", err)
+}
+
+// peekHeader parses the request header without consuming it.
+func (c *conn) peekHeader(size int) (wire.RequestHeader, error) {
+	n := min(size, 128)
+	b, err := c.cr.Peek(n)
+	if err != nil {
+		return wire.RequestHeader{}, err
+	}
+	h, err := wire.ParseRequestHeader(b)
+	if errors.Is(err, wire.ErrShortHeader) && n < size {
+		// A long client id or tagged fields: look further.
+		if b, err = c.cr.Peek(min(size, c.cr.Size())); err != nil {
+			return h, err
+		}
+		h, err = wire.ParseRequestHeader(b)
+	}
+	if err == nil && h.Len > size {
+		err = wire.ErrShortHeader
+	}
+	return h, err
+}
+
+// peekAcks reads a Produce request's acks from the unconsumed frame: an
+// acks=0 produce gets no response, so it must not wait in the pipeline.
+func (c *conn) peekAcks(h wire.RequestHeader, size int) (int16, error) {
+	n := min(size, h.Len+64)
+	for {
+		b, err := c.cr.Peek(n)
+		if err != nil {
+			return 0, err
+		}
+		if acks, ok := wire.ProduceAcks(b[h.Len:], h.Version); ok {
+			return acks, nil
+		}
+		if n == size || n >= c.cr.Size() {
+			return 0, fmt.Errorf("produce v%d request too short to hold acks", h.Version)
+		}
+		n = min(size, h.Len+wire.ProduceAcksPrefix, c.cr.Size())
+	}
+}
+
+// filterRequest decodes a request some filter wants, runs the chain, and
+// either forwards the result or queues the filter's answer in p. It returns
+// whether a response is expected.
+func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *pending) (bool, error) {
+	v := c.v
+	// A fresh buffer: the decoded request may alias it and lives on in p
+	// until its response, while this goroutine reads the next frame.
+	frame := make([]byte, size)
+	if _, err := io.ReadFull(c.cr, frame); err != nil {
+		return false, c.relayErr(err)
+	}
+	var body kmsg.Request
+	if wire.Known(h.Key, h.Version) {
+		body = kmsg.RequestForKey(h.Key)
+		body.SetVersion(h.Version)
+		if err := body.ReadFrom(frame[h.Len:]); err != nil {
+			v.m.err(errMalformed)
+			return false, fmt.Errorf("cannot decode %s v%d request: %w", wire.KeyName(h.Key), h.Version, err)
+		}
+	} else {
+		// Only ApiVersions gets here (KIP-511): its body cannot be read.
+		body = &kmsg.ApiVersionsRequest{Version: h.Version}
+	}
+	if !h.ClientIDNull {
+		s := string(h.ClientID)
+		p.hdr.ClientID = &s
+	}
+	req := filter.Request{Header: p.hdr, Body: body}
+	at, err := v.chain.OnRequest(&c.fc, m, &req)
+	if err != nil {
+		v.m.err(errFilter)
+		return false, err
+	}
+	p.req = body
+	acks := int16(-1)
+	if pr, ok := body.(*kmsg.ProduceRequest); ok {
+		acks = pr.Acks
+	}
+	if resp := req.Response(); resp != nil {
+		if acks == 0 {
+			return false, nil
+		}
+		if wire.Known(h.Key, h.Version) {
+			resp.SetVersion(h.Version)
+		}
+		fr := filter.Response{Header: p.hdr, Request: body, Body: resp}
+		if err := v.chain.OnResponse(&c.fc, p.mask, at, &fr); err != nil {
+			v.m.err(errFilter)
+			return false, err
+		}
+		p.local = encodeResponse(nil, h.CorrelationID, h.Key, fr.Body)
+		p.upTo = at
+		return true, nil
+	}
+	// Keep the client's header bytes as sent (tags included); encode the
+	// body as the filters left it.
+	out := append(c.encBuf[:0], 0, 0, 0, 0)
+	out = append(out, frame[:h.Len]...)
+	out = body.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	if _, err := c.uw.Write(out); err != nil {
+		return false, c.upstreamWriteErr(err)
+	}
+	if cap(out) <= keepBuf {
+		c.encBuf = out[:0]
+	}
+	return acks != 0, nil
+}
+
+// encodeResponse appends a whole response frame.
+func encodeResponse(dst []byte, corr int32, key int16, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
+	if wire.ResponseHeaderFlexible(key, resp.GetVersion()) {
+		dst = append(dst, 0) // no header tags
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// respond writes responses to the client in request order until the
+// pipeline closes or something fails.
+func (c *conn) respond() {
+	defer close(c.respDone)
+	defer c.close()
+	for {
+		var p pending
+		var ok bool
+		select {
+		case p, ok = <-c.inflight:
+		default:
+			// Nothing queued: flush before waiting.
+			if c.cw.Buffered() > 0 {
+				if err := c.cw.Flush(); err != nil {
+					c.clientWriteErr(err)
+					return
+				}
+			}
+			p, ok = <-c.inflight
+		}
+		if !ok {
+			if err := c.cw.Flush(); err != nil {
+				c.clientWriteErr(err)
+			}
+			return
+		}
+		if p.local != nil {
+			if _, err := c.cw.Write(p.local); err != nil {
+				c.clientWriteErr(err)
+				return
+			}
+			c.v.m.responses[p.hdr.Key].Inc()
+			continue
+		}
+		if err := c.relayResponse(&p); err != nil {
+			if !c.closing.Load() {
+				c.log.Warn("closing connection", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (c *conn) clientWriteErr(err error) {
+	if !c.closing.Load() {
+		c.v.m.err(errClientIO)
+		c.log.Info("client went away", "err", err)
+	}
+}
+
+func (c *conn) relayResponse(p *pending) error {
+	v := c.v
+	if c.ur.Buffered() < 8 && c.cw.Buffered() > 0 {
+		if err := c.cw.Flush(); err != nil {
+			c.clientWriteErr(err)
+			return nil
+		}
+	}
+	c.up.SetReadDeadline(time.Now().Add(v.opts.Target.RequestTimeout))
+	hb, err := c.ur.Peek(8)
+	if err != nil {
+		switch {
+		case c.closing.Load():
+			return nil
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			v.m.err(errUpstreamTimeout)
+			return fmt.Errorf("broker did not answer %s v%d (correlation id %d) within %s",
+				wire.KeyName(p.hdr.Key), p.hdr.Version, p.hdr.CorrelationID, v.opts.Target.RequestTimeout)
+		default:
+			v.m.err(errUpstreamClosed)
+			return fmt.Errorf("broker closed the connection with %s v%d (correlation id %d) unanswered: %w",
+				wire.KeyName(p.hdr.Key), p.hdr.Version, p.hdr.CorrelationID, err)
+		}
+	}
+	size, err := wire.FrameSize([4]byte(hb[:4]), int64(v.opts.MaxFrame))
+	if err != nil {
+		v.m.err(errFrameTooLarge)
+		return fmt.Errorf("broker frame: %w", err)
+	}
+	if corr := wire.CorrelationID(hb[4:]); size < 4 || corr != p.hdr.CorrelationID {
+		v.m.err(errUpstreamProto)
+		return fmt.Errorf("broker answered correlation id %d, expected %d (%s)", corr, p.hdr.CorrelationID, wire.KeyName(p.hdr.Key))
+	}
+	v.m.latency[p.hdr.Key].Observe(time.Since(p.sent).Seconds())
+	v.m.responses[p.hdr.Key].Inc()
+	v.m.bytesDown.Add(float64(4 + size))
+	if p.mask.Below(p.upTo) == 0 {
+		if err := copyN(c.cw, c.ur, 4+size); err != nil {
+			return c.responseCopyErr(err)
+		}
+		return nil
+	}
+	return c.filterResponse(p, size)
+}
+
+func (c *conn) responseCopyErr(err error) error {
+	var we *writeError
+	if errors.As(err, &we) {
+		c.clientWriteErr(we.err)
+		return nil
+	}
+	if c.closing.Load() {
+		return nil
+	}
+	c.v.m.err(errUpstreamClosed)
+	return fmt.Errorf("broker closed the connection mid-response: %w", err)
+}
+
+func (c *conn) filterResponse(p *pending, size int) error {
+	v := c.v
+	frame := c.respBuf
+	if cap(frame) < 4+size {
+		frame = make([]byte, 4+size)
+	}
+	frame = frame[:4+size]
+	if _, err := io.ReadFull(c.ur, frame); err != nil {
+		return c.responseCopyErr(err)
+	}
+	if cap(frame) <= keepBuf {
+		c.respBuf = frame[:0]
+	} else {
+		c.respBuf = nil
+	}
+	key, version := p.hdr.Key, p.hdr.Version
+	hl, err := wire.ResponseHeaderLen(frame[4:], key, version)
+	if err != nil {
+		v.m.err(errUpstreamProto)
+		return fmt.Errorf("broker %s response header: %w", wire.KeyName(key), err)
+	}
+	body := frame[4+hl:]
+	if !v.chain.WantsResponse(p.mask, p.upTo, key, version, body) {
+		_, err := c.cw.Write(frame)
+		if err != nil {
+			c.clientWriteErr(err)
+		}
+		return nil
+	}
+	resp := kmsg.ResponseForKey(key)
+	resp.SetVersion(responseVersion(key, version, body))
+	if err := resp.ReadFrom(body); err != nil {
+		v.m.err(errUpstreamProto)
+		return fmt.Errorf("cannot decode the broker's %s v%d response: %w", wire.KeyName(key), version, err)
+	}
+	fr := filter.Response{Header: p.hdr, Request: p.req, Body: resp}
+	if err := v.chain.OnResponse(&c.fc, p.mask, p.upTo, &fr); err != nil {
+		v.m.err(errFilter)
+		return err
+	}
+	out := append(c.respEnc[:0], 0, 0, 0, 0)
+	out = append(out, frame[4:4+hl]...)
+	out = fr.Body.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	if cap(out) <= keepBuf {
+		c.respEnc = out[:0]
+	} else {
+		c.respEnc = nil
+	}
+	if _, err := c.cw.Write(out); err != nil {
+		c.clientWriteErr(err)
+	}
+	return nil
+}
+
+// responseVersion is the version a response body is encoded in: the
+// request's, except that a broker refusing an ApiVersions version answers
+// in v0 so any client can read it (KIP-511).
+func responseVersion(key, version int16, body []byte) int16 {
+	if key == wire.KeyApiVersions && len(body) >= 2 &&
+		int16(binary.BigEndian.Uint16(body)) == kerr.UnsupportedVersion.Code {
+		return 0
+	}
+	return version
+}
+
+// writeError marks an error from the writing side of copyN.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// copyN moves n bytes from r to w through r's buffer, without allocating.
+func copyN(w *bufio.Writer, r *bufio.Reader, n int) error {
+	for n > 0 {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				return err
+			}
+		}
+		k := min(n, r.Buffered())
+		b, _ := r.Peek(k)
+		if _, err := w.Write(b); err != nil {
+			return &writeError{err}
+		}
+		r.Discard(k)
+		n -= k
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+// Package telemetry holds Strait's logging setup and its one Prometheus
+// registry, passed down to the components that record metrics. Metric
+// names live here so that they are documented in one place. It imports
+// nothing of Strait's.
+package telemetry
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// NewLogger builds the process logger. level is debug, info, warn or error;
+// format is text or json.
+func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+// KafkaMetrics are the Kafka proxy's metrics, labelled by virtual cluster.
+type KafkaMetrics struct {
+	ConnsOpen       *prometheus.GaugeVec
+	ConnsTotal      *prometheus.CounterVec
+	Requests        *prometheus.CounterVec
+	Responses       *prometheus.CounterVec
+	Bytes           *prometheus.CounterVec
+	UpstreamLatency *prometheus.HistogramVec
+	Errors          *prometheus.CounterVec
+}
+
+// NewKafkaMetrics registers the Kafka proxy's metrics with reg.
+func NewKafkaMetrics(reg prometheus.Registerer) *KafkaMetrics {
+	m := &KafkaMetrics{
+		ConnsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "strait_kafka_connections_open", Help: "Client connections open now.",
+		}, []string{"virtual_cluster"}),
+		ConnsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_kafka_connections_total", Help: "Client connections accepted.",
+		}, []string{"virtual_cluster"}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_kafka_requests_total", Help: "Requests received from clients, by API key.",
+		}, []string{"virtual_cluster", "api"}),
+		Responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_kafka_responses_total", Help: "Responses sent to clients, by API key.",
+		}, []string{"virtual_cluster", "api"}),
+		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_kafka_bytes_total", Help: "Bytes relayed: direction is client_to_broker or broker_to_client.",
+		}, []string{"virtual_cluster", "direction"}),
+		UpstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strait_kafka_upstream_latency_seconds",
+			Help:    "Time from forwarding a request to the broker to reading the start of its response, by API key.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"virtual_cluster", "api"}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strait_kafka_errors_total", Help: "Connection-ending and request errors, by kind.",
+		}, []string{"virtual_cluster", "kind"}),
+	}
+	reg.MustRegister(m.ConnsOpen, m.ConnsTotal, m.Requests, m.Responses, m.Bytes, m.UpstreamLatency, m.Errors)
+	return m
+}

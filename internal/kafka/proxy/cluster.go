@@ -54,6 +54,9 @@ type Options struct {
 	MaxInflight                int         // pipelined requests per connection; default 256
 	Target                     Target
 	Filters                    []filter.Filter // policy filters, after the built-in ones
+	// SkipBrokerDiscovery leaves node listeners to open only as clients
+	// fetch metadata, instead of asking the cluster at Start.
+	SkipBrokerDiscovery bool
 	Log                        *slog.Logger
 	Metrics                    *telemetry.KafkaMetrics
 }
@@ -167,6 +170,9 @@ func (v *VirtualCluster) Start() error {
 	v.log.Info("virtual cluster listening", "bootstrap", ln.Addr().String(), "advertised_host", v.host,
 		"node_ports", fmt.Sprintf("%d-%d", v.opts.NodePortStart, v.opts.NodePortEnd),
 		"target", v.opts.Target.Bootstrap, "tls", v.opts.TLS != nil)
+	if v.opts.SkipBrokerDiscovery {
+		return nil
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(v.ctx, v.opts.Target.ConnectTimeout)
 		defer cancel()

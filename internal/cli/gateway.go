@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/straitgw/strait/internal/admin"
+	"github.com/straitgw/strait/internal/config"
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/proxy"
+	"github.com/straitgw/strait/internal/telemetry"
+)
+
+// filterFactory builds a policy filter from its YAML config.
+type filterFactory func(cfg *yaml.Node) (filter.Filter, error)
+
+// filterTypes maps a config filter type to its factory. Policy filters
+// register here as they are added; address rewriting and ApiVersions are
+// built in and always on.
+var filterTypes = map[string]filterFactory{}
+
+func knownFilterTypes() string {
+	if len(filterTypes) == 0 {
+		return "none yet (address rewriting and ApiVersions are built in and always on)"
+	}
+	names := make([]string, 0, len(filterTypes))
+	for n := range filterTypes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// buildFilters makes each virtual cluster's filters, reporting every bad
+// entry in the config's error format.
+func buildFilters(cfg *config.Config) (map[string][]filter.Filter, error) {
+	var errs config.Errors
+	out := make(map[string][]filter.Filter)
+	for i, vc := range cfg.VirtualClusters {
+		for j := range vc.Filters {
+			f := &vc.Filters[j]
+			path := f.Path
+			if path == "" {
+				path = fmt.Sprintf("virtual_clusters[%d].filters[%d]", i, j)
+			}
+			mk, ok := filterTypes[f.Type]
+			if !ok {
+				errs.Add(cfg.File, f.Line, path+".type", fmt.Sprintf("unknown filter type %q; known types: %s", f.Type, knownFilterTypes()))
+				continue
+			}
+			flt, err := mk(&f.Config)
+			if err != nil {
+				errs.Add(cfg.File, f.Line, path+".config", err.Error())
+				continue
+			}
+			out[vc.Name] = append(out[vc.Name], flt)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// gateway is a running set of virtual clusters and the admin server.
+type gateway struct {
+	log   *slog.Logger
+	vcs   []*proxy.VirtualCluster
+	admin *admin.Server
+	drain config.Duration
+}
+
+// loadConfig loads a config and builds its filters, so that run and
+// validate report exactly the same errors.
+func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	filters, err := buildFilters(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, filters, nil
+}
+
+// startGateway starts every virtual cluster and the admin server.
+func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *slog.Logger) (*gateway, error) {
+	reg := telemetry.NewRegistry()
+	km := telemetry.NewKafkaMetrics(reg)
+	g := &gateway{log: log, drain: cfg.Shutdown.DrainTimeout}
+	for _, vcc := range cfg.VirtualClusters {
+		cl := cfg.Clusters[vcc.Cluster]
+		target := proxy.Target{
+			Bootstrap:      cl.BootstrapServers,
+			ConnectTimeout: cl.ConnectTimeout.Duration,
+			RequestTimeout: cl.RequestTimeout.Duration,
+		}
+		if cl.TLS != nil && cl.TLS.Enabled {
+			tc, err := cl.TLS.Build()
+			if err != nil {
+				g.stop(context.Background())
+				return nil, fmt.Errorf("clusters.%s.tls: %w", vcc.Cluster, err)
+			}
+			target.TLS = tc
+		}
+		opts := proxy.Options{
+			Name:           vcc.Name,
+			Listen:         vcc.Listen,
+			AdvertisedHost: vcc.AdvertisedHost(),
+			NodePortStart:  vcc.NodePorts.Start,
+			NodePortEnd:    vcc.NodePorts.End,
+			MaxFrame:       vcc.MaxFrameBytes,
+			MaxInflight:    vcc.MaxInflight,
+			Target:         target,
+			Filters:        filters[vcc.Name],
+			Log:            log,
+			Metrics:        km,
+		}
+		if vcc.TLS != nil {
+			tc, err := vcc.TLS.Build()
+			if err != nil {
+				g.stop(context.Background())
+				return nil, fmt.Errorf("virtual cluster %s tls: %w", vcc.Name, err)
+			}
+			opts.TLS = tc
+		}
+		vc, err := proxy.New(opts)
+		if err == nil {
+			err = vc.Start()
+		}
+		if err != nil {
+			g.stop(context.Background())
+			return nil, err
+		}
+		g.vcs = append(g.vcs, vc)
+	}
+	if cfg.Admin.Listen != "" {
+		a, err := admin.Listen(cfg.Admin.Listen, reg, g.ready, log)
+		if err != nil {
+			g.stop(context.Background())
+			return nil, err
+		}
+		g.admin = a
+	}
+	return g, nil
+}
+
+func (g *gateway) ready() error {
+	var errs []error
+	for _, vc := range g.vcs {
+		if !vc.Ready() {
+			errs = append(errs, fmt.Errorf("virtual cluster at %v is not accepting connections", vc.Addr()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stop drains every virtual cluster within the drain timeout.
+func (g *gateway) stop(ctx context.Context) error {
+	timeout := g.drain.Duration
+	if timeout <= 0 {
+		timeout = config.DefaultDrainTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var errs []error
+	for _, vc := range g.vcs {
+		if err := vc.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if g.admin != nil {
+		g.admin.Shutdown(ctx)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	path := fs.String("c", "", "config file (YAML)")
+	fs.StringVar(path, "config", "", "config file (YAML); same as -c")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "strait run: -c FILE is required (see examples/passthrough.yaml)")
+		return errUsage
+	}
+	cfg, filters, err := loadConfig(*path)
+	if err != nil {
+		return fmt.Errorf("invalid config:\n%w", err)
+	}
+	log, err := newLogger(stderr, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "version", versionString(), "config", *path)
+	g, err := startGateway(cfg, filters, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down: draining connections", "timeout", g.drain.Duration.String())
+	if err := g.stop(context.Background()); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("validate", stderr)
+	path := fs.String("c", "", "config file (YAML)")
+	fs.StringVar(path, "config", "", "config file (YAML); same as -c")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "strait validate: -c FILE is required")
+		return errUsage
+	}
+	if _, _, err := loadConfig(*path); err != nil {
+		return fmt.Errorf("%s is not valid:\n%w", *path, err)
+	}
+	fmt.Fprintf(stdout, "%s is valid\n", *path)
+	return nil
+}

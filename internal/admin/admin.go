@@ -1,5 +1,6 @@
 // Package admin serves Strait's admin endpoints: /metrics (Prometheus),
-// /healthz (the process is up) and /readyz (every listener accepts).
+// /healthz (the process is up), /readyz (every listener accepts) and
+// /debug/pprof.
 // It imports only telemetry-level libraries, never the gateways: readiness
 // is a function handed in by the CLI.
 package admin
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,11 @@ func Listen(addr string, reg *prometheus.Registry, ready Ready, log *slog.Logger
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	// Profiles, for diagnosing the gateway in place; the admin listener
+	// belongs on a private address.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin listener: %w", err)

@@ -83,9 +83,14 @@ func produceFrames(version int16, valueSize int) (req []byte, resp []byte) {
 // proxy (pipelined, 64 in flight) over loopback, against a broker stub.
 // v9 is fully opaque to the filters; v11 is skimmed for KIP-951 addresses.
 func BenchmarkRelayProduce(b *testing.B) {
-	for _, version := range []int16{9, 11} {
-		b.Run("v"+string(rune('0'+version/10))+string(rune('0'+version%10)), func(b *testing.B) {
-			req, resp := produceFrames(version, 1024)
+	for _, bc := range []struct {
+		name    string
+		version int16
+		size    int
+	}{{"v9-1KiB", 9, 1024}, {"v11-1KiB", 11, 1024}, {"v9-1MiB", 9, 1 << 20}, {"v9-4MiB", 9, 4 << 20}} {
+		b.Run(bc.name, func(b *testing.B) {
+			version := bc.version
+			req, resp := produceFrames(version, bc.size)
 			up := echoBroker(b, func(int16) []byte { return resp })
 			vc, err := New(Options{Name: "bench", Listen: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
 				NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true})

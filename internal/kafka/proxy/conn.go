@@ -65,9 +65,8 @@ type conn struct {
 	closing   atomic.Bool
 	draining  atomic.Bool
 
-	respBuf []byte // respond's decode buffer
 	encBuf  []byte // readRequests' encode buffer
-	respEnc []byte // respond's encode buffer
+	respBuf []byte // respond's buffer for whole frames up to keepBuf
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -538,18 +537,10 @@ func (c *conn) responseCopyErr(err error) error {
 
 func (c *conn) filterResponse(p *pending, size int) error {
 	v := c.v
-	frame := c.respBuf
-	if cap(frame) < 4+size {
-		frame = make([]byte, 4+size)
-	}
-	frame = frame[:4+size]
+	frame := c.frameBuf(4 + size)
+	defer c.releaseFrameBuf(frame)
 	if _, err := io.ReadFull(c.ur, frame); err != nil {
 		return c.responseCopyErr(err)
-	}
-	if cap(frame) <= keepBuf {
-		c.respBuf = frame[:0]
-	} else {
-		c.respBuf = nil
 	}
 	key, version := p.hdr.Key, p.hdr.Version
 	hl, err := wire.ResponseHeaderLen(frame[4:], key, version)
@@ -559,8 +550,7 @@ func (c *conn) filterResponse(p *pending, size int) error {
 	}
 	body := frame[4+hl:]
 	if !v.chain.WantsResponse(p.mask, p.upTo, key, version, body) {
-		_, err := c.cw.Write(frame)
-		if err != nil {
+		if _, err := c.cw.Write(frame); err != nil {
 			c.clientWriteErr(err)
 		}
 		return nil
@@ -576,19 +566,36 @@ func (c *conn) filterResponse(p *pending, size int) error {
 		v.m.err(errFilter)
 		return err
 	}
-	out := append(c.respEnc[:0], 0, 0, 0, 0)
+	// The decoded response may alias frame: encode before frame goes
+	// back to the pool.
+	out := append(getBuf(0), 0, 0, 0, 0)
 	out = append(out, frame[4:4+hl]...)
 	out = fr.Body.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	if cap(out) <= keepBuf {
-		c.respEnc = out[:0]
-	} else {
-		c.respEnc = nil
-	}
-	if _, err := c.cw.Write(out); err != nil {
+	_, err = c.cw.Write(out)
+	putBuf(out)
+	if err != nil {
 		c.clientWriteErr(err)
 	}
 	return nil
+}
+
+// frameBuf returns a buffer for a whole response frame: the connection's
+// own for ordinary sizes, a pooled one for big frames.
+func (c *conn) frameBuf(n int) []byte {
+	if n > keepBuf {
+		return getBuf(n)
+	}
+	if cap(c.respBuf) < n {
+		c.respBuf = make([]byte, n)
+	}
+	return c.respBuf[:n]
+}
+
+func (c *conn) releaseFrameBuf(b []byte) {
+	if cap(b) > keepBuf {
+		putBuf(b)
+	}
 }
 
 // responseVersion is the version a response body is encoded in: the

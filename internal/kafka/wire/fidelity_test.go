@@ -32,7 +32,7 @@ type message interface {
 	ReadFrom([]byte) error
 }
 
-// kind is "request" or "response"; newMessage builds a fresh default message
+// kinds are requests and responses; newMessage builds a fresh default message
 // of that kind for a key, or nil if kmsg does not know the key.
 var kinds = []struct {
 	name       string

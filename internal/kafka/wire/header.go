@@ -96,7 +96,7 @@ func ParseRequestHeader(b []byte) (RequestHeader, error) {
 
 // ResponseHeaderLen returns the length of the response header at the start of
 // b for a response to key at version: 4 bytes of correlation id, then tagged
-// fields for flexible responses.
+// fields for flexible responses. key and version must be Known.
 func ResponseHeaderLen(b []byte, key, version int16) (int, error) {
 	if len(b) < 4 {
 		return 0, ErrShortHeader

@@ -74,7 +74,7 @@ func MaxVersion(key int16) int16 {
 	return keys[key].maxVersion
 }
 
-// KeyName returns the API key's name, or "Unknown(N)".
+// KeyName returns the API key's name, or "Unknown".
 func KeyName(key int16) string {
 	if KnownKey(key) {
 		return keys[key].name

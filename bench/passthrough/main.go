@@ -74,7 +74,7 @@ func run(strait string, d time.Duration, rounds, size, partitions, brokerPort, g
 	defer stop(broker)
 	direct := fmt.Sprintf("127.0.0.1:%d", brokerPort)
 	gw := fmt.Sprintf("127.0.0.1:%d", gatewayPort)
-	admin := fmt.Sprintf("127.0.0.1:%d", gatewayPort+1000)
+	admin := fmt.Sprintf("127.0.0.1:%d", gatewayPort+2000)
 	cfg := fmt.Sprintf(`admin: {listen: %q}
 log: {level: warn}
 clusters:

@@ -77,15 +77,23 @@ type gateway struct {
 }
 
 // loadConfig loads a config and builds its filters, so that run and
-// validate report exactly the same errors.
+// validate report exactly the same errors, all at once and in file order.
 func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error) {
 	cfg, err := config.Load(path)
+	var errs config.Errors
 	if err != nil {
-		return nil, nil, err
+		if !errors.As(err, &errs) || cfg == nil {
+			return nil, nil, err
+		}
 	}
-	filters, err := buildFilters(cfg)
-	if err != nil {
-		return nil, nil, err
+	filters, ferr := buildFilters(cfg)
+	var fes config.Errors
+	if errors.As(ferr, &fes) {
+		errs.Append(fes...)
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, nil, errs
 	}
 	return cfg, filters, nil
 }

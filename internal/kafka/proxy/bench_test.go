@@ -136,3 +136,12 @@ func BenchmarkRelayProduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRelayProduceCopy is BenchmarkRelayProduce with splice off, to
+// compare the two ways of moving large bodies in one run.
+func BenchmarkRelayProduceCopy(b *testing.B) {
+	old := spliceMin
+	spliceMin = 1 << 40
+	defer func() { spliceMin = old }()
+	BenchmarkRelayProduce(b)
+}

@@ -57,8 +57,8 @@ type Options struct {
 	// SkipBrokerDiscovery leaves node listeners to open only as clients
 	// fetch metadata, instead of asking the cluster at Start.
 	SkipBrokerDiscovery bool
-	Log                        *slog.Logger
-	Metrics                    *telemetry.KafkaMetrics
+	Log                 *slog.Logger
+	Metrics             *telemetry.KafkaMetrics
 }
 
 // VirtualCluster serves one virtual cluster.

@@ -252,7 +252,7 @@ func (c *conn) readRequests() error {
 			if _, err := c.uw.Write(sz[:]); err != nil {
 				return c.upstreamWriteErr(err)
 			}
-			if err := copyN(c.uw, c.cr, size); err != nil {
+			if err := relayBody(c.uw, c.up, c.cr, c.client, size); err != nil {
 				return c.relayErr(err)
 			}
 		} else {
@@ -514,7 +514,12 @@ func (c *conn) relayResponse(p *pending) error {
 	v.m.responses[p.hdr.Key].Inc()
 	v.m.bytesDown.Add(float64(4 + size))
 	if p.mask.Below(p.upTo) == 0 {
-		if err := copyN(c.cw, c.ur, 4+size); err != nil {
+		if _, err := c.cw.Write(hb[:4]); err != nil {
+			c.clientWriteErr(err)
+			return nil
+		}
+		c.ur.Discard(4)
+		if err := relayBody(c.cw, c.client, c.ur, c.up, size); err != nil {
 			return c.responseCopyErr(err)
 		}
 		return nil
@@ -613,6 +618,37 @@ func responseVersion(key, version int16, body []byte) int16 {
 type writeError struct{ err error }
 
 func (e *writeError) Error() string { return e.err.Error() }
+
+// spliceMin is the body size from which relayBody hands the copy to the
+// kernel (splice(2), through net.TCPConn.ReadFrom) instead of moving it
+// through user space. Measured here, splice's extra syscalls per frame cost
+// more than a user-space copy below about a megabyte.
+var spliceMin = 1 << 20
+
+// relayBody moves n bytes of a frame body from r, buffered over src, to w,
+// buffered over dst. Large bodies between plain TCP sockets go by splice.
+func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n int) error {
+	if n >= spliceMin {
+		dt, ok1 := dst.(*net.TCPConn)
+		st, ok2 := src.(*net.TCPConn)
+		if ok1 && ok2 {
+			k := min(n, r.Buffered())
+			b, _ := r.Peek(k)
+			if _, err := w.Write(b); err != nil {
+				return &writeError{err}
+			}
+			r.Discard(k)
+			if err := w.Flush(); err != nil {
+				return &writeError{err}
+			}
+			if _, err := io.CopyN(dt, st, int64(n-k)); err != nil {
+				return err
+			}
+			return nil
+		}
+	}
+	return copyN(w, r, n)
+}
 
 // copyN moves n bytes from r to w through r's buffer, without allocating.
 func copyN(w *bufio.Writer, r *bufio.Reader, n int) error {

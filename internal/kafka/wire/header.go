@@ -50,10 +50,10 @@ type RequestHeader struct {
 }
 
 // ParseRequestHeader reads a request header from the start of b (the frame
-// after its size). Keys or versions Strait does not know are returned with
-// Len set to the fixed part only (8 bytes), since a header's shape after the
-// correlation id depends on the version; the caller decides what to do with
-// them (see Known).
+// after its size). For keys or versions Strait does not know, Len covers
+// the fields every header v1+ has (through the client id) but not tagged
+// fields, whose presence depends on the version; the caller decides what to
+// do with such frames (see Known).
 func ParseRequestHeader(b []byte) (RequestHeader, error) {
 	var h RequestHeader
 	if len(b) < 10 {

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/straitgw/strait/internal/kafka/wire"
 )
@@ -94,13 +95,14 @@ func (c *Chain) Len() int { return len(c.filters) }
 
 // OnRequest runs the request handlers in mask, in order. It returns the
 // chain position of the filter that answered the request, or Len() if none
-// did.
+// did. A filter that panics is reported as an error: it ends its
+// connection, not the gateway.
 func (c *Chain) OnRequest(ctx *Context, m Mask, req *Request) (int, error) {
 	for i, f := range c.filters {
 		if m&(1<<i) == 0 {
 			continue
 		}
-		if err := f.(RequestHandler).OnRequest(ctx, req); err != nil {
+		if err := safeRequest(f, ctx, req); err != nil {
 			return i, fmt.Errorf("filter %s: %w", f.Name(), err)
 		}
 		if req.response != nil {
@@ -118,7 +120,7 @@ func (c *Chain) OnResponse(ctx *Context, m Mask, upTo int, resp *Response) error
 			continue
 		}
 		f := c.filters[i]
-		if err := f.(ResponseHandler).OnResponse(ctx, resp); err != nil {
+		if err := safeResponse(f, ctx, resp); err != nil {
 			return fmt.Errorf("filter %s: %w", f.Name(), err)
 		}
 	}
@@ -146,4 +148,28 @@ func (m Mask) Below(upTo int) Mask {
 		return m
 	}
 	return m & (1<<upTo - 1)
+}
+
+// PanicError is a filter's panic, turned into an error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func safeRequest(f Filter, ctx *Context, req *Request) (err error) {
+	defer recoverTo(&err)
+	return f.(RequestHandler).OnRequest(ctx, req)
+}
+
+func safeResponse(f Filter, ctx *Context, resp *Response) (err error) {
+	defer recoverTo(&err)
+	return f.(ResponseHandler).OnResponse(ctx, resp)
+}
+
+func recoverTo(err *error) {
+	if r := recover(); r != nil {
+		*err = &PanicError{Value: r, Stack: debug.Stack()}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -94,9 +95,12 @@ type Header struct {
 // Request is a decoded request on its way upstream.
 type Request struct {
 	Header Header
-	// Body is the decoded request. For an ApiVersions request newer than
-	// Strait can read, Body is an empty ApiVersionsRequest carrying only the
-	// version (KIP-511: the body of a newer version cannot be parsed).
+	// Body is the decoded request. A filter may change it in place or
+	// replace it with another request of the same key and version; what
+	// Body holds after the chain is what goes upstream. For an ApiVersions
+	// request newer than Strait can read, Body is an empty
+	// ApiVersionsRequest carrying only the version (KIP-511: the body of a
+	// newer version cannot be parsed).
 	Body kmsg.Request
 
 	response kmsg.Response
@@ -104,8 +108,11 @@ type Request struct {
 
 // Respond answers the request without sending it upstream. Filters after
 // this one do not see the request; filters before it see the response, in
-// reverse order, as they would an upstream one. The response's version is
-// the request's unless set otherwise.
+// reverse order, as they would an upstream one. The proxy encodes the
+// response at the request's version, the only one the client can read,
+// whatever version the filter set; the exception is an ApiVersions request
+// newer than Strait reads, whose answer keeps the filter's version (v0, as
+// KIP-511 asks). A Produce with acks=0 gets no response, answered or not.
 func (r *Request) Respond(resp kmsg.Response) { r.response = resp }
 
 // Response returns the answer set by Respond, if any.
@@ -133,31 +140,49 @@ type TopicResolver interface {
 }
 
 // Context is what a filter knows of the connection a message travels on.
-// One Context lives as long as its client connection and is used by one
-// goroutine at a time per direction: requests are handled in order on one
-// goroutine and responses in order on another.
+// One Context lives as long as its client connection. Requests are handled
+// in order on one goroutine and responses in order on another, so the
+// mutable parts (the principal and per-connection values) are guarded.
 type Context struct {
 	Ctx            context.Context
 	VirtualCluster string
 	ClientAddr     net.Addr
-	// Principal is the authenticated identity of the client, set by an
-	// authentication filter; empty when none has run.
-	Principal string
-	Log       *slog.Logger
-	Upstream  Sender
-	Topics    TopicResolver
+	Log            *slog.Logger
+	Upstream       Sender
+	Topics         TopicResolver
 
-	state map[any]any
+	mu        sync.Mutex
+	principal string
+	state     map[any]any
+}
+
+// Principal is the authenticated identity of the client, set by an
+// authentication filter; empty when none has run.
+func (c *Context) Principal() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.principal
+}
+
+// SetPrincipal records the client's authenticated identity.
+func (c *Context) SetPrincipal(p string) {
+	c.mu.Lock()
+	c.principal = p
+	c.mu.Unlock()
 }
 
 // Value returns the per-connection state a filter stored under key.
-// Requests and responses are handled on different goroutines: a filter that
-// shares state between the two must synchronise it itself.
-func (c *Context) Value(key any) any { return c.state[key] }
+func (c *Context) Value(key any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state[key]
+}
 
-// SetValue stores per-connection state under key. Call it only from
-// OnRequest (or only from OnResponse) for a given key.
+// SetValue stores per-connection state under key. A value shared between
+// OnRequest and OnResponse must itself be safe for concurrent use.
 func (c *Context) SetValue(key, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.state == nil {
 		c.state = make(map[any]any)
 	}

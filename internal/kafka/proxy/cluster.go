@@ -54,6 +54,11 @@ type Options struct {
 	MaxInflight                int         // pipelined requests per connection; default 256
 	Target                     Target
 	Filters                    []filter.Filter // policy filters, after the built-in ones
+	// VersionLimit, if set, lowers the highest version of an API key the
+	// gateway offers clients in ApiVersions (a filter that cannot handle a
+	// newer version of some key needs it). It returns the version to
+	// offer, or -1 to drop the key.
+	VersionLimit func(key, max int16) int16
 	// SkipBrokerDiscovery leaves node listeners to open only as clients
 	// fetch metadata, instead of asking the cluster at Start.
 	SkipBrokerDiscovery bool
@@ -147,7 +152,9 @@ func New(opts Options) (*VirtualCluster, error) {
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	// Built-ins first: ApiVersions sees requests before any policy filter
 	// and, responses running in reverse, has the last word on them.
-	fs := append([]filter.Filter{apiversions.New(), addresses.New(v)}, opts.Filters...)
+	av := apiversions.New()
+	av.Limit = opts.VersionLimit
+	fs := append([]filter.Filter{av, addresses.New(v)}, opts.Filters...)
 	if v.chain, err = filter.NewChain(fs...); err != nil {
 		return nil, err
 	}
@@ -212,16 +219,15 @@ func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, i
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.closed {
-		return "", 0, errors.New("virtual cluster is shutting down")
-	}
 	if old, ok := v.upstream[id]; !ok || old != addr {
 		if ok {
 			v.log.Info("broker moved", "node", id, "from", old, "to", addr)
 		}
 		v.upstream[id] = addr
 	}
-	if _, ok := v.listeners[id]; !ok {
+	// While draining, answers still in flight get their addresses, but
+	// no new listener opens.
+	if _, ok := v.listeners[id]; !ok && !v.closed {
 		ln, err := net.Listen("tcp", net.JoinHostPort(v.bind, strconv.Itoa(p)))
 		if err != nil {
 			return "", 0, fmt.Errorf("open listener for node %d: %w", id, err)
@@ -402,6 +408,7 @@ func (v *VirtualCluster) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	v.cancel()
+	v.sideOnce.Do(func() {}) // waits for a client still being made
 	if v.side != nil {
 		v.side.Close()
 	}

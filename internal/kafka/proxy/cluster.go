@@ -405,10 +405,15 @@ func (v *VirtualCluster) Shutdown(ctx context.Context) error {
 		}
 		v.mu.Unlock()
 		err = fmt.Errorf("virtual cluster %s: drain timed out; closed %d connections with requests in flight", v.opts.Name, n)
+		// Closing sockets does not stop a filter waiting on a request of
+		// its own upstream; cancelling the connections' context does.
+		v.cancel()
 		<-done
 	}
 	v.cancel()
-	v.sideOnce.Do(func() {}) // waits for a client still being made
+	// Wait for a client still being made; if none was, make sure none will
+	// be: a later Send gets an error, not a nil client or a leaked one.
+	v.sideOnce.Do(func() { v.sideErr = errors.New("virtual cluster is shut down") })
 	if v.side != nil {
 		v.side.Close()
 	}

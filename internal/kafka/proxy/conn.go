@@ -191,7 +191,10 @@ func (c *conn) drain() {
 	c.client.SetReadDeadline(time.Now())
 }
 
-var errDrained = errors.New("drained")
+var (
+	errDrained = errors.New("drained")
+	errNoAcks  = errors.New("no acks field where the frame and the longest legal transactional id allow")
+)
 
 // readRequests relays client frames to the broker until the client goes
 // away (nil), the connection drains (nil), or something is wrong (error).
@@ -215,13 +218,16 @@ func (c *conn) readRequests() error {
 		}
 		size, err := wire.FrameSize(sz, int64(v.opts.MaxFrame))
 		if err != nil {
-			v.m.err(errFrameTooLarge)
+			if errors.Is(err, wire.ErrNegativeFrame) {
+				v.m.err(errMalformed)
+			} else {
+				v.m.err(errFrameTooLarge)
+			}
 			return fmt.Errorf("client frame: %w", err)
 		}
 		h, err := c.peekHeader(size)
 		if err != nil {
-			v.m.err(errMalformed)
-			return fmt.Errorf("client request header: %w", err)
+			return c.peekErr("client request header", err)
 		}
 		reqMask := v.chain.RequestMask(h.Key, h.Version)
 		if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
@@ -244,8 +250,7 @@ func (c *conn) readRequests() error {
 			if h.Key == wire.KeyProduce {
 				acks, err := c.peekAcks(h, size)
 				if err != nil {
-					v.m.err(errMalformed)
-					return err
+					return c.peekErr("client produce request", err)
 				}
 				expect = acks != 0
 			}
@@ -305,6 +310,17 @@ func (c *conn) relayErr(err error) error {
 	return fmt.Errorf("client closed mid-frame: %w", err)
 }
 
+// peekErr classifies an error from peeking into a client frame: bytes that
+// do not parse are malformed; a client that went away before sending the
+// whole frame is an I/O error, as it is when copyN meets it mid-body.
+func (c *conn) peekErr(what string, err error) error {
+	if errors.Is(err, wire.ErrShortHeader) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, errNoAcks) {
+		c.v.m.err(errMalformed)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return c.relayErr(err)
+}
+
 // peekHeader parses the request header without consuming it.
 func (c *conn) peekHeader(size int) (wire.RequestHeader, error) {
 	n := min(size, 128)
@@ -338,10 +354,13 @@ func (c *conn) peekAcks(h wire.RequestHeader, size int) (int16, error) {
 		if acks, ok := wire.ProduceAcks(b[h.Len:], h.Version); ok {
 			return acks, nil
 		}
-		if n == size || n >= c.cr.Size() {
-			return 0, fmt.Errorf("produce v%d request too short to hold acks", h.Version)
+		// Look further only once: a transactional id longer than Kafka
+		// allows (or than the frame) would otherwise spin here forever.
+		next := min(size, h.Len+wire.ProduceAcksPrefix, c.cr.Size())
+		if next <= n {
+			return 0, fmt.Errorf("produce v%d request: %w", h.Version, errNoAcks)
 		}
-		n = min(size, h.Len+wire.ProduceAcksPrefix, c.cr.Size())
+		n = next
 	}
 }
 
@@ -378,6 +397,13 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 		v.m.err(errFilter)
 		return false, err
 	}
+	// A filter may have replaced the body: what it holds now is what goes
+	// upstream, under the client's header, so it must match that header.
+	if req.Body == nil || req.Body.Key() != h.Key || req.Body.GetVersion() != h.Version {
+		v.m.err(errFilter)
+		return false, fmt.Errorf("a filter replaced a %s v%d request with one of another key or version", wire.KeyName(h.Key), h.Version)
+	}
+	body = req.Body
 	p.req = body
 	acks := int16(-1)
 	if pr, ok := body.(*kmsg.ProduceRequest); ok {
@@ -503,7 +529,11 @@ func (c *conn) relayResponse(p *pending) error {
 	}
 	size, err := wire.FrameSize([4]byte(hb[:4]), int64(v.opts.MaxFrame))
 	if err != nil {
-		v.m.err(errFrameTooLarge)
+		if errors.Is(err, wire.ErrNegativeFrame) {
+			v.m.err(errUpstreamProto)
+		} else {
+			v.m.err(errFrameTooLarge)
+		}
 		return fmt.Errorf("broker frame: %w", err)
 	}
 	if corr := wire.CorrelationID(hb[4:]); size < 4 || corr != p.hdr.CorrelationID {

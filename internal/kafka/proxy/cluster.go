@@ -240,6 +240,15 @@ func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, i
 	return v.host, int32(p), nil
 }
 
+// Bootstrap implements addresses.Mapper.
+func (v *VirtualCluster) Bootstrap() (string, int32) {
+	port := 0
+	if a, ok := v.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return v.host, int32(port)
+}
+
 func (v *VirtualCluster) accept(ln net.Listener, node int32) {
 	defer v.wg.Done()
 	for {

@@ -131,6 +131,10 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 	switch {
 	case err == nil:
 		close(c.inflight)
+	case errors.Is(err, errDrained):
+		c.log.Info("shutdown interrupted a request mid-frame; closing the connection")
+		c.close()
+		close(c.inflight)
 	default:
 		if !c.closing.Load() {
 			c.log.Warn("closing connection", "err", err)
@@ -192,8 +196,9 @@ func (c *conn) drain() {
 }
 
 var (
-	errDrained = errors.New("drained")
-	errNoAcks  = errors.New("no acks field where the frame and the longest legal transactional id allow")
+	errDrained    = errors.New("drained")
+	errConnClosed = errors.New("connection closed")
+	errNoAcks     = errors.New("no acks field where the frame and the longest legal transactional id allow")
 )
 
 // readRequests relays client frames to the broker until the client goes
@@ -283,7 +288,7 @@ func (c *conn) readRequests() error {
 		select {
 		case c.inflight <- p:
 		case <-c.done:
-			return errDrained
+			return errConnClosed
 		}
 	}
 }
@@ -305,6 +310,9 @@ func (c *conn) relayErr(err error) error {
 	}
 	if c.closing.Load() {
 		return err
+	}
+	if c.draining.Load() {
+		return errDrained // the drain deadline cut a frame short
 	}
 	c.v.m.err(errClientIO)
 	return fmt.Errorf("client closed mid-frame: %w", err)
@@ -488,7 +496,7 @@ func (c *conn) respond() {
 			continue
 		}
 		if err := c.relayResponse(&p); err != nil {
-			if !c.closing.Load() {
+			if !errors.Is(err, errClientGone) && !c.closing.Load() {
 				c.log.Warn("closing connection", "err", err)
 			}
 			return
@@ -496,19 +504,23 @@ func (c *conn) respond() {
 	}
 }
 
-func (c *conn) clientWriteErr(err error) {
+// errClientGone ends the response loop quietly: the client's socket failed
+// and clientWriteErr has logged it.
+var errClientGone = errors.New("client went away")
+
+func (c *conn) clientWriteErr(err error) error {
 	if !c.closing.Load() {
 		c.v.m.err(errClientIO)
 		c.log.Info("client went away", "err", err)
 	}
+	return errClientGone
 }
 
 func (c *conn) relayResponse(p *pending) error {
 	v := c.v
 	if c.ur.Buffered() < 8 && c.cw.Buffered() > 0 {
 		if err := c.cw.Flush(); err != nil {
-			c.clientWriteErr(err)
-			return nil
+			return c.clientWriteErr(err)
 		}
 	}
 	c.up.SetReadDeadline(time.Now().Add(v.opts.Target.RequestTimeout))
@@ -545,8 +557,7 @@ func (c *conn) relayResponse(p *pending) error {
 	v.m.bytesDown.Add(float64(4 + size))
 	if p.mask.Below(p.upTo) == 0 {
 		if _, err := c.cw.Write(hb[:4]); err != nil {
-			c.clientWriteErr(err)
-			return nil
+			return c.clientWriteErr(err)
 		}
 		c.ur.Discard(4)
 		if err := relayBody(c.cw, c.client, c.ur, c.up, size); err != nil {
@@ -560,8 +571,7 @@ func (c *conn) relayResponse(p *pending) error {
 func (c *conn) responseCopyErr(err error) error {
 	var we *writeError
 	if errors.As(err, &we) {
-		c.clientWriteErr(we.err)
-		return nil
+		return c.clientWriteErr(we.err)
 	}
 	if c.closing.Load() {
 		return nil
@@ -586,7 +596,7 @@ func (c *conn) filterResponse(p *pending, size int) error {
 	body := frame[4+hl:]
 	if !v.chain.WantsResponse(p.mask, p.upTo, key, version, body) {
 		if _, err := c.cw.Write(frame); err != nil {
-			c.clientWriteErr(err)
+			return c.clientWriteErr(err)
 		}
 		return nil
 	}
@@ -601,6 +611,10 @@ func (c *conn) filterResponse(p *pending, size int) error {
 		v.m.err(errFilter)
 		return err
 	}
+	if fr.Body == nil || fr.Body.Key() != key || fr.Body.GetVersion() != resp.GetVersion() {
+		v.m.err(errFilter)
+		return fmt.Errorf("a filter replaced the %s v%d response with one of another key or version", wire.KeyName(key), version)
+	}
 	// The decoded response may alias frame: encode before frame goes
 	// back to the pool.
 	out := append(getBuf(0), 0, 0, 0, 0)
@@ -610,7 +624,7 @@ func (c *conn) filterResponse(p *pending, size int) error {
 	_, err = c.cw.Write(out)
 	putBuf(out)
 	if err != nil {
-		c.clientWriteErr(err)
+		return c.clientWriteErr(err)
 	}
 	return nil
 }

@@ -6,6 +6,12 @@
 // It rewrites Metadata (all versions), FindCoordinator (v0-3 single and v4+
 // batched), DescribeCluster, and the KIP-951 NodeEndpoints of Produce
 // (v10+), Fetch (v16+), ShareFetch and ShareAcknowledge.
+//
+// Controllers are not served through the gateway. Their endpoints, which
+// DescribeCluster (asked for controllers, KIP-919) and DescribeQuorum v2+
+// report, are replaced with the virtual cluster's bootstrap address: no
+// upstream address leaks, and a client that dials one reaches a broker
+// through the gateway.
 package addresses
 
 import (
@@ -23,7 +29,14 @@ type Mapper interface {
 	// host:port and returns the address clients must use for that node,
 	// making sure the gateway listens there before the client can dial it.
 	Advertise(nodeID int32, host string, port int32) (string, int32, error)
+	// Bootstrap returns the virtual cluster's bootstrap address.
+	Bootstrap() (string, int32)
 }
+
+const (
+	keyDescribeQuorum   int16 = 55
+	endpointControllers int8  = 2 // DescribeCluster EndpointType (KIP-919)
+)
 
 // Filter rewrites broker addresses in responses.
 type Filter struct{ m Mapper }
@@ -40,6 +53,7 @@ func (*Filter) Interest() filter.Interest {
 		{Key: wire.KeyMetadata},
 		{Key: wire.KeyFindCoordinator},
 		{Key: wire.KeyDescribeCluster},
+		{Key: keyDescribeQuorum, MinVersion: 2},
 		{Key: wire.KeyProduce, MinVersion: 10},
 		{Key: wire.KeyFetch, MinVersion: 16},
 		{Key: wire.KeyShareFetch},
@@ -92,7 +106,21 @@ func (f *Filter) OnResponse(_ *filter.Context, resp *filter.Response) error {
 	case *kmsg.DescribeClusterResponse:
 		for i := range r.Brokers {
 			b := &r.Brokers[i]
+			if r.EndpointType == endpointControllers {
+				if b.Host != "" {
+					b.Host, b.Port = f.m.Bootstrap()
+				}
+				continue
+			}
 			adv(b.NodeID, &b.Host, &b.Port)
+		}
+	case *kmsg.DescribeQuorumResponse:
+		host, port := f.m.Bootstrap()
+		for i := range r.Nodes {
+			for j := range r.Nodes[i].Listeners {
+				l := &r.Nodes[i].Listeners[j]
+				l.Host, l.Port = host, uint16(port)
+			}
 		}
 	case *kmsg.ProduceResponse:
 		for i := range r.Brokers {

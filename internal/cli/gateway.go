@@ -170,13 +170,11 @@ func (g *gateway) ready() error {
 	return errors.Join(errs...)
 }
 
-// stop drains every virtual cluster within the drain timeout.
+// stop drains every virtual cluster within the drain timeout. A timeout of
+// zero means no waiting (docs/config.md): connections are closed at once.
+// Config defaults an unset drain_timeout to 30s, so zero is always explicit.
 func (g *gateway) stop(ctx context.Context) error {
-	timeout := g.drain.Duration
-	if timeout <= 0 {
-		timeout = config.DefaultDrainTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, g.drain.Duration)
 	defer cancel()
 	var errs []error
 	for _, vc := range g.vcs {

@@ -87,7 +87,7 @@ func BenchmarkRelayProduce(b *testing.B) {
 		name    string
 		version int16
 		size    int
-	}{{"v9-1KiB", 9, 1024}, {"v11-1KiB", 11, 1024}, {"v9-1MiB", 9, 1 << 20}, {"v9-4MiB", 9, 4 << 20}} {
+	}{{"v9-1KiB", 9, 1024}, {"v11-1KiB", 11, 1024}, {"v9-64KiB", 9, 64 << 10}, {"v9-256KiB", 9, 256 << 10}, {"v9-1MiB", 9, 1 << 20}, {"v9-4MiB", 9, 4 << 20}} {
 		b.Run(bc.name, func(b *testing.B) {
 			version := bc.version
 			req, resp := produceFrames(version, bc.size)

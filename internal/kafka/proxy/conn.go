@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,9 +83,13 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		tc := tls.Server(raw, v.opts.TLS)
 		raw.SetDeadline(time.Now().Add(handshakeTimeout))
 		if err := tc.Handshake(); err != nil {
+			raw.Close()
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				log.Debug("client went away during the TLS handshake", "err", err)
+				return
+			}
 			v.m.err(errTLSHandshake)
 			log.Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
-			raw.Close()
 			return
 		}
 		raw.SetDeadline(time.Time{})
@@ -130,6 +135,9 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 	err = c.readRequests()
 	switch {
 	case err == nil:
+		close(c.inflight)
+	case errors.Is(err, errClientClosed):
+		c.close()
 		close(c.inflight)
 	case errors.Is(err, errDrained):
 		c.log.Info("shutdown interrupted a request mid-frame; closing the connection")
@@ -196,9 +204,10 @@ func (c *conn) drain() {
 }
 
 var (
-	errDrained    = errors.New("drained")
-	errConnClosed = errors.New("connection closed")
-	errNoAcks     = errors.New("no acks field where the frame and the longest legal transactional id allow")
+	errDrained      = errors.New("drained")
+	errConnClosed   = errors.New("connection closed")
+	errClientClosed = errors.New("client closed the connection")
+	errNoAcks       = errors.New("no acks field where the frame and the longest legal transactional id allow")
 )
 
 // readRequests relays client frames to the broker until the client goes
@@ -215,8 +224,14 @@ func (c *conn) readRequests() error {
 			}
 		}
 		if _, err := io.ReadFull(c.cr, sz[:]); err != nil {
-			if errors.Is(err, io.EOF) || c.draining.Load() || c.closing.Load() {
+			if c.draining.Load() || c.closing.Load() {
 				return c.uw.Flush()
+			}
+			if errors.Is(err, io.EOF) {
+				// The client hung up: answers still due can never be
+				// delivered, so don't hold the broker connection for
+				// them (a long-poll Fetch could keep it for seconds).
+				return errClientClosed
 			}
 			v.m.err(errClientIO)
 			return fmt.Errorf("reading from client: %w", err)

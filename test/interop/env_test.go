@@ -1,0 +1,392 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/proxy"
+	"github.com/straitgw/strait/internal/telemetry"
+)
+
+const (
+	numBrokers    = 3
+	numPartitions = 6
+	// nodePorts is the size of the node port block each gateway gets.
+	nodePorts = 10
+)
+
+// env is one kfake cluster with a Strait virtual cluster in front of it.
+type env struct {
+	broker *kfake.Cluster
+	vc     *proxy.VirtualCluster
+	// addr is the gateway's bootstrap address, always 127.0.0.1:port.
+	addr string
+	// caFile is the PEM file of the CA that signed the gateway's
+	// certificate, when the gateway terminates TLS.
+	caFile string
+	caPool *x509.CertPool
+}
+
+type envConfig struct {
+	tls bool
+}
+
+type envOpt func(*envConfig)
+
+// withTLS makes the gateway terminate TLS with a fresh self-signed
+// certificate for 127.0.0.1.
+func withTLS() envOpt { return func(c *envConfig) { c.tls = true } }
+
+// startEnv starts kfake and a gateway in front of it; both stop when the
+// test ends. Gateway logs are kept and printed if the test fails, and the
+// test fails if the gateway counted a protocol error (something a client
+// sent or a broker answered that the gateway could not handle).
+func startEnv(t *testing.T, opts ...envOpt) *env {
+	t.Helper()
+	var cfg envConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() && logs.Len() > 0 {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+
+	b, err := kfake.NewCluster(
+		kfake.NumBrokers(numBrokers),
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(numPartitions),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	advertiseProduceV0(t, b)
+
+	e := &env{broker: b}
+	var serverTLS *tls.Config
+	if cfg.tls {
+		var certPEM []byte
+		serverTLS, certPEM = selfSignedTLS(t)
+		e.caFile = filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(e.caFile, certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.caPool = x509.NewCertPool()
+		e.caPool.AppendCertsFromPEM(certPEM)
+	}
+
+	reg := prometheus.NewRegistry()
+	metrics := telemetry.NewKafkaMetrics(reg)
+	base := freePortBlock(t, nodePorts)
+	vc, err := proxy.New(proxy.Options{
+		Name:          "interop",
+		Listen:        fmt.Sprintf("127.0.0.1:%d", base),
+		NodePortStart: base + 1,
+		NodePortEnd:   base + nodePorts,
+		TLS:           serverTLS,
+		Target:        proxy.Target{Bootstrap: b.ListenAddrs()},
+		Log:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Metrics:       metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.vc = vc
+	e.addr = vc.Addr().String()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := vc.Shutdown(ctx); err != nil {
+			t.Logf("gateway shutdown: %v", err)
+		}
+		checkGatewayErrors(t, reg)
+		checkHandshakeLog(t, logs.String())
+	})
+	// The gateway opens its node listeners in the background; wait for
+	// them so no client is told about a port that is not open yet.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n < numBrokers; n++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", base+1+n)
+		for {
+			err := probe(addr, e.caPool)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("gateway node listener %s never opened: %v", addr, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return e
+}
+
+// advertiseProduceV0 makes kfake list Produce from version 0 in its
+// ApiVersions answers, as Apache Kafka 4.x does although it serves only
+// v3 and up (KAFKA-18659): librdkafka before 2.10 checks for Produce v0..v2
+// before it compresses with gzip, snappy or lz4, and otherwise sends those
+// batches uncompressed without telling anyone. kfake lists Produce from v3.
+// Real clients negotiate the highest common version, so none sends v0-v2.
+func advertiseProduceV0(t *testing.T, b *kfake.Cluster) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName = "strait-interop"
+	req.ClientSoftwareVersion = "1"
+	tmpl, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("kfake ApiVersions: %v", err)
+	}
+	if err := kerr.ErrorForCode(tmpl.ErrorCode); err != nil {
+		t.Fatalf("kfake ApiVersions: %v", err)
+	}
+	for i := range tmpl.ApiKeys {
+		if tmpl.ApiKeys[i].ApiKey == int16(kmsg.Produce) {
+			tmpl.ApiKeys[i].MinVersion = 0
+		}
+	}
+	b.ControlKey(int16(kmsg.ApiVersions), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		b.KeepControl()
+		req := r.(*kmsg.ApiVersionsRequest)
+		if req.Version > 4 { // v5 checks cluster and node ids: kfake's job
+			return nil, nil, false
+		}
+		resp := *tmpl
+		resp.Version = req.Version
+		resp.ApiKeys = slices.Clone(tmpl.ApiKeys)
+		return &resp, nil, true
+	})
+}
+
+// probe connects to addr, completing a TLS handshake if pool is set (a bare
+// TCP connect would count as a failed handshake at a TLS gateway).
+func probe(addr string, pool *x509.CertPool) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if pool == nil {
+		return nil
+	}
+	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	return tc.Handshake()
+}
+
+// protocolErrorKinds are gateway error kinds that point at the gateway (or
+// a client or broker breaking the protocol), never at a client merely
+// hanging up. kfake stays up for the whole test, so a broker connection
+// closing under the gateway is one too.
+var protocolErrorKinds = map[string]bool{
+	"upstream_closed":   true,
+	"upstream_connect":  true,
+	"frame_too_large":   true,
+	"malformed_frame":   true,
+	"unsupported_api":   true,
+	"upstream_protocol": true,
+	"upstream_timeout":  true,
+	"filter":            true,
+	// tls_handshake is judged from the log instead: a client that gives up
+	// on a connection it has just opened (librdkafka closing down, say)
+	// counts too, and that is no fault.
+}
+
+// checkHandshakeLog fails the test for every failed TLS handshake the
+// gateway logged other than a client hanging up mid-handshake.
+func checkHandshakeLog(t *testing.T, log string) {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "TLS handshake with client failed") {
+			continue
+		}
+		if strings.HasSuffix(line, " err=EOF") || strings.Contains(line, "connection reset by peer") {
+			t.Logf("a client hung up during the TLS handshake: %s", line)
+			continue
+		}
+		t.Errorf("TLS handshake failed: %s", line)
+	}
+}
+
+func checkGatewayErrors(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Errorf("gathering gateway metrics: %v", err)
+		return
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "strait_kafka_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			kind := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					kind = l.GetValue()
+				}
+			}
+			n := m.GetCounter().GetValue()
+			switch {
+			case n == 0:
+			case protocolErrorKinds[kind]:
+				t.Errorf("gateway counted %v %s error(s); see the gateway log", n, kind)
+			default:
+				t.Logf("gateway counted %v %s error(s) (clients hanging up)", n, kind)
+			}
+		}
+	}
+}
+
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// freePortBlock returns a base port such that base..base+n are all free.
+// It looks below Linux's ephemeral range (32768 and up), so neither kfake's
+// listeners nor any client's outgoing connection can take a node port
+// between this check and the gateway binding it, and it never hands the
+// same block to two tests of this process.
+func freePortBlock(t *testing.T, n int) int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for try := 0; try < 200; try++ {
+		base := 20000 + mrand.IntN(12000-n)
+		if portsUsed[base] {
+			continue
+		}
+		ok := true
+		var ls []net.Listener
+		for i := 0; i <= n; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			for i := 0; i <= n; i++ {
+				portsUsed[base+i] = true
+			}
+			return base
+		}
+	}
+	t.Fatal("no free port block")
+	return 0
+}
+
+// selfSignedTLS makes a server config with a fresh ECDSA P-256 certificate
+// for IP 127.0.0.1 (it is its own CA) and returns the certificate as PEM.
+// Session tickets are off: kafka-python 2.0.2 mistakes the tickets a TLS 1.3
+// server sends after the handshake for protocol data and reconnects.
+func selfSignedTLS(t *testing.T) (*tls.Config, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		Subject:               pkix.Name{CommonName: "strait interop test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{
+		Certificates:           []tls.Certificate{cert},
+		MinVersion:             tls.VersionTLS12,
+		SessionTicketsDisabled: true,
+	}, certPEM
+}
+
+// syncBuffer is a bytes.Buffer safe for the gateway's goroutines to log to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// topicName returns a topic name unique to this test run.
+func topicName(t *testing.T, suffix string) string {
+	name := strings.NewReplacer("/", "-", " ", "-", "_", "-").Replace(t.Name())
+	return strings.ToLower(fmt.Sprintf("%s-%s-%d", name, suffix, time.Now().UnixNano()%1e9))
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the external Kafka clients that Strait's interop tests drive:
+# kcat, kafka-python (with its snappy, lz4 and zstd codecs) and
+# confluent-kafka-python from Debian, and kafkajs from npm (pinned by
+# node/package-lock.json). franz-go and sarama come with the Go module.
+#
+# Run as root (or with sudo) on Debian 12; then
+#   STRAIT_REQUIRE_INTEROP=1 go test ./test/interop/
+set -eu
+cd "$(dirname "$0")"
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO=sudo
+fi
+
+pkgs="kcat python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard"
+if ! command -v node >/dev/null 2>&1; then
+	pkgs="$pkgs nodejs npm"
+fi
+missing=
+for p in $pkgs; do
+	if ! dpkg -s "$p" >/dev/null 2>&1; then
+		missing="$missing $p"
+	fi
+done
+if [ -n "$missing" ]; then
+	$SUDO apt-get update -qq
+	# shellcheck disable=SC2086 # word splitting wanted
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+npm ci --prefix node --no-audit --no-fund --loglevel=error

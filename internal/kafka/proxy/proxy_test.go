@@ -2,97 +2,18 @@ package proxy
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// freePortBlock finds a base port with n+1 consecutive free ports.
-func freePortBlock(t *testing.T, n int) int {
-	t.Helper()
-	for try := 0; try < 50; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65000 {
-			continue
-		}
-		ok := true
-		var ls []net.Listener
-		for i := 0; i <= n; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port block")
-	return 0
-}
-
-type testEnv struct {
-	broker *kfake.Cluster
-	vc     *VirtualCluster
-	addr   string
-}
-
-func startEnv(t *testing.T, kopts ...kfake.Opt) *testEnv {
-	t.Helper()
-	kopts = append([]kfake.Opt{kfake.NumBrokers(3), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3)}, kopts...)
-	b, err := kfake.NewCluster(kopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	base := freePortBlock(t, 10)
-	lvl := slog.LevelWarn
-	if testing.Verbose() {
-		lvl = slog.LevelDebug
-	}
-	vc, err := New(Options{
-		Name:          "test",
-		Listen:        fmt.Sprintf("127.0.0.1:%d", base),
-		NodePortStart: base + 1,
-		NodePortEnd:   base + 10,
-		Target:        Target{Bootstrap: b.ListenAddrs()},
-		Log:           slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := vc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		vc.Shutdown(ctx)
-	})
-	return &testEnv{broker: b, vc: vc, addr: vc.Addr().String()}
-}
-
 func TestProduceConsumeThroughProxy(t *testing.T) {
-	env := startEnv(t)
+	env := startGateway(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("t1"),

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -286,10 +285,6 @@ func (v *VirtualCluster) isClosed() bool {
 // if the node is not yet known (a client that kept its metadata across a
 // gateway restart dials a node port directly).
 func (v *VirtualCluster) upstreamAddr(ctx context.Context, node int32) (string, error) {
-	if node == bootstrapNode {
-		bs := v.opts.Target.Bootstrap
-		return bs[rand.IntN(len(bs))], nil
-	}
 	v.mu.Lock()
 	addr, ok := v.upstream[node]
 	v.mu.Unlock()

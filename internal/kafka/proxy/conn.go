@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -166,16 +167,11 @@ func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
 		c, err := dial(ctx, "tcp", addr)
 		return c, addr, err
 	}
-	// Bootstrap: try each server once, from a random start.
+	// Bootstrap: try each server once, from a random start, so that
+	// clients spread over the servers and one down server costs one dial.
 	var errs []error
 	bs := v.opts.Target.Bootstrap
-	first, _ := v.upstreamAddr(ctx, bootstrapNode)
-	start := 0
-	for i, b := range bs {
-		if b == first {
-			start = i
-		}
-	}
+	start := rand.IntN(len(bs))
 	for i := range bs {
 		addr := bs[(start+i)%len(bs)]
 		c, err := dial(ctx, "tcp", addr)
@@ -210,8 +206,9 @@ var (
 	errNoAcks       = errors.New("no acks field where the frame and the longest legal transactional id allow")
 )
 
-// readRequests relays client frames to the broker until the client goes
-// away (nil), the connection drains (nil), or something is wrong (error).
+// readRequests relays client frames to the broker until the connection
+// drains or is closed (nil: answers in flight still go out), the client
+// hangs up (errClientClosed), or something is wrong (another error).
 func (c *conn) readRequests() error {
 	v := c.v
 	var sz [4]byte

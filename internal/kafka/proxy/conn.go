@@ -212,6 +212,7 @@ var (
 func (c *conn) readRequests() error {
 	v := c.v
 	var sz [4]byte
+	rawSASL := false // the last request was SaslHandshake v0
 	for {
 		// Flush before any read that may block, so pipelined requests go
 		// out together and none waits in the buffer.
@@ -249,12 +250,17 @@ func (c *conn) readRequests() error {
 		reqMask := v.chain.RequestMask(h.Key, h.Version)
 		if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
 			v.m.err(errUnknownAPI)
+			if rawSASL {
+				return errors.New("client sent raw SASL tokens after SaslHandshake v0, which Strait does not relay; " +
+					"the client must use SaslHandshake v1 (kafka-python 2.0.2 cannot)")
+			}
 			if !wire.KnownKey(h.Key) {
 				return fmt.Errorf("client sent API key %d, which Strait does not know (correlation id %d)", h.Key, h.CorrelationID)
 			}
 			return fmt.Errorf("client sent %s v%d, newer than Strait reads (v%d); it was never offered in ApiVersions",
 				wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
 		}
+		rawSASL = h.Key == wire.KeySASLHandshake && h.Version == 0
 		v.m.requests[h.Key].Inc()
 		v.m.bytesUp.Add(float64(4 + size))
 		p := pending{

@@ -261,7 +261,7 @@ func (c *conn) readRequests() error {
 				wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
 		}
 		rawSASL = h.Key == wire.KeySASLHandshake && h.Version == 0
-		v.m.requests[h.Key].Inc()
+		v.m.key(h.Key).requests.Inc()
 		v.m.bytesUp.Add(float64(4 + size))
 		p := pending{
 			hdr:  filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID},
@@ -510,7 +510,7 @@ func (c *conn) respond() {
 				c.clientWriteErr(err)
 				return
 			}
-			c.v.m.responses[p.hdr.Key].Inc()
+			c.v.m.key(p.hdr.Key).responses.Inc()
 			continue
 		}
 		if err := c.relayResponse(&p); err != nil {
@@ -570,8 +570,9 @@ func (c *conn) relayResponse(p *pending) error {
 		v.m.err(errUpstreamProto)
 		return fmt.Errorf("broker answered correlation id %d, expected %d (%s)", corr, p.hdr.CorrelationID, wire.KeyName(p.hdr.Key))
 	}
-	v.m.latency[p.hdr.Key].Observe(time.Since(p.sent).Seconds())
-	v.m.responses[p.hdr.Key].Inc()
+	km := v.m.key(p.hdr.Key)
+	km.latency.Observe(time.Since(p.sent).Seconds())
+	km.responses.Inc()
 	v.m.bytesDown.Add(float64(4 + size))
 	if p.mask.Below(p.upTo) == 0 {
 		if _, err := c.cw.Write(hb[:4]); err != nil {

@@ -1,48 +1,62 @@
 package proxy
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/straitgw/strait/internal/kafka/wire"
 	"github.com/straitgw/strait/internal/telemetry"
 )
 
-// vcMetrics are one virtual cluster's metrics, resolved to their label
-// values once, so the frame path touches only atomics.
+// vcMetrics are one virtual cluster's metrics. Per-key series are resolved
+// to their label values on first use and kept, so the frame path touches
+// only an atomic load and the metric's own atomics, and /metrics lists only
+// the API keys clients actually used.
 type vcMetrics struct {
-	connsOpen   prometheus.Gauge
-	connsTotal  prometheus.Counter
-	bytesUp     prometheus.Counter
-	bytesDown   prometheus.Counter
-	requests    [wire.MaxKeys]prometheus.Counter
-	responses   [wire.MaxKeys]prometheus.Counter
-	latency     [wire.MaxKeys]prometheus.Observer
-	errs        *prometheus.CounterVec
-	clusterName string
+	connsOpen  prometheus.Gauge
+	connsTotal prometheus.Counter
+	bytesUp    prometheus.Counter
+	bytesDown  prometheus.Counter
+	perKey     [wire.MaxKeys]atomic.Pointer[keyMetrics]
+	vec        *telemetry.KafkaMetrics
+	vc         string
+}
+
+type keyMetrics struct {
+	requests  prometheus.Counter
+	responses prometheus.Counter
+	latency   prometheus.Observer
 }
 
 func newVCMetrics(m *telemetry.KafkaMetrics, vc string) *vcMetrics {
 	if m == nil {
 		m = telemetry.NewKafkaMetrics(prometheus.NewRegistry())
 	}
-	v := &vcMetrics{
-		connsOpen:   m.ConnsOpen.WithLabelValues(vc),
-		connsTotal:  m.ConnsTotal.WithLabelValues(vc),
-		bytesUp:     m.Bytes.WithLabelValues(vc, "client_to_broker"),
-		bytesDown:   m.Bytes.WithLabelValues(vc, "broker_to_client"),
-		errs:        m.Errors,
-		clusterName: vc,
+	return &vcMetrics{
+		connsOpen:  m.ConnsOpen.WithLabelValues(vc),
+		connsTotal: m.ConnsTotal.WithLabelValues(vc),
+		bytesUp:    m.Bytes.WithLabelValues(vc, "client_to_broker"),
+		bytesDown:  m.Bytes.WithLabelValues(vc, "broker_to_client"),
+		vec:        m,
+		vc:         vc,
 	}
-	for k := int16(0); k < wire.MaxKeys; k++ {
-		if !wire.KnownKey(k) {
-			continue
-		}
-		name := wire.KeyName(k)
-		v.requests[k] = m.Requests.WithLabelValues(vc, name)
-		v.responses[k] = m.Responses.WithLabelValues(vc, name)
-		v.latency[k] = m.UpstreamLatency.WithLabelValues(vc, name)
+}
+
+// key returns the series of a known API key.
+func (v *vcMetrics) key(k int16) *keyMetrics {
+	if km := v.perKey[k].Load(); km != nil {
+		return km
 	}
-	return v
+	name := wire.KeyName(k)
+	km := &keyMetrics{
+		requests:  v.vec.Requests.WithLabelValues(v.vc, name),
+		responses: v.vec.Responses.WithLabelValues(v.vc, name),
+		latency:   v.vec.UpstreamLatency.WithLabelValues(v.vc, name),
+	}
+	// Racing first uses resolve the same series; either pointer will do.
+	v.perKey[k].CompareAndSwap(nil, km)
+	return v.perKey[k].Load()
 }
 
 // Error kinds, the values of strait_kafka_errors_total's kind label.
@@ -59,4 +73,4 @@ const (
 	errClientIO        = "client_io"
 )
 
-func (v *vcMetrics) err(kind string) { v.errs.WithLabelValues(v.clusterName, kind).Inc() }
+func (v *vcMetrics) err(kind string) { v.vec.Errors.WithLabelValues(v.vc, kind).Inc() }

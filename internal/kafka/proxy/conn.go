@@ -42,6 +42,12 @@ type pending struct {
 	mask  filter.Mask  // response filters to run
 	upTo  int          // only filters before this chain position
 	req   kmsg.Request // the decoded request, if a filter decoded it
+	// saslV0 receives the error code of a forwarded SaslHandshake v0:
+	// on success, raw SASL tokens follow (see relaySASLv0).
+	saslV0 chan int16
+	// raw marks the answer to a raw SASL token: a size and bytes, with no
+	// correlation id.
+	raw bool
 }
 
 // conn relays one client connection to one broker connection. Two
@@ -212,7 +218,6 @@ var (
 func (c *conn) readRequests() error {
 	v := c.v
 	var sz [4]byte
-	rawSASL := false // the last request was SaslHandshake v0
 	for {
 		// Flush before any read that may block, so pipelined requests go
 		// out together and none waits in the buffer.
@@ -250,17 +255,12 @@ func (c *conn) readRequests() error {
 		reqMask := v.chain.RequestMask(h.Key, h.Version)
 		if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
 			v.m.err(errUnknownAPI)
-			if rawSASL {
-				return errors.New("client sent raw SASL tokens after SaslHandshake v0, which Strait does not relay; " +
-					"the client must use SaslHandshake v1 (kafka-python 2.0.2 cannot)")
-			}
 			if !wire.KnownKey(h.Key) {
 				return fmt.Errorf("client sent API key %d, which Strait does not know (correlation id %d)", h.Key, h.CorrelationID)
 			}
 			return fmt.Errorf("client sent %s v%d, newer than Strait reads (v%d); it was never offered in ApiVersions",
 				wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
 		}
-		rawSASL = h.Key == wire.KeySASLHandshake && h.Version == 0
 		v.m.key(h.Key).requests.Inc()
 		v.m.bytesUp.Add(float64(4 + size))
 		p := pending{
@@ -269,7 +269,16 @@ func (c *conn) readRequests() error {
 			upTo: v.chain.Len(),
 		}
 		expect := true
+		var saslMechanism string
 		if reqMask == 0 {
+			if h.Key == wire.KeySASLHandshake && h.Version == 0 {
+				m, err := c.peekMechanism(h, size)
+				if err != nil {
+					return c.peekErr("client SaslHandshake v0", err)
+				}
+				saslMechanism = m
+				p.saslV0 = make(chan int16, 1)
+			}
 			if h.Key == wire.KeyProduce {
 				acks, err := c.peekAcks(h, size)
 				if err != nil {
@@ -292,23 +301,116 @@ func (c *conn) readRequests() error {
 		if !expect {
 			continue
 		}
-		p.sent = time.Now()
-		select {
-		case c.inflight <- p:
-			continue
-		default:
+		if err := c.enqueue(p); err != nil {
+			return err
 		}
-		// The pipeline is full: the broker must see what is buffered
-		// before the responder can free a slot.
-		if err := c.uw.Flush(); err != nil {
-			return c.upstreamWriteErr(err)
-		}
-		select {
-		case c.inflight <- p:
-		case <-c.done:
-			return errConnClosed
+		if p.saslV0 != nil {
+			if err := c.relaySASLv0(saslMechanism, p.saslV0); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// enqueue hands p to the responder, in request order.
+func (c *conn) enqueue(p pending) error {
+	p.sent = time.Now()
+	select {
+	case c.inflight <- p:
+		return nil
+	default:
+	}
+	// The pipeline is full: the broker must see what is buffered before
+	// the responder can free a slot.
+	if err := c.uw.Flush(); err != nil {
+		return c.upstreamWriteErr(err)
+	}
+	select {
+	case c.inflight <- p:
+		return nil
+	case <-c.done:
+		return errConnClosed
+	}
+}
+
+// saslV0Rounds is how many raw token exchanges follow a successful
+// SaslHandshake v0 for each mechanism: one for PLAIN and OAUTHBEARER, two
+// for SCRAM (client-first and client-final). A failed exchange makes the
+// broker close the connection, so the count need only fit success.
+var saslV0Rounds = map[string]int{
+	"PLAIN":         1,
+	"OAUTHBEARER":   1,
+	"SCRAM-SHA-256": 2,
+	"SCRAM-SHA-512": 2,
+}
+
+// relaySASLv0 relays the raw SASL tokens that follow a SaslHandshake v0
+// (clients such as kafka-python 2.0.2 use it): after the handshake the
+// client sends size-prefixed tokens with no request header, and the broker
+// answers each the same way. It waits for the handshake's answer first,
+// since whether tokens follow depends on it.
+func (c *conn) relaySASLv0(mechanism string, result chan int16) error {
+	if err := c.uw.Flush(); err != nil {
+		return c.upstreamWriteErr(err)
+	}
+	var code int16
+	select {
+	case code = <-result:
+	case <-c.done:
+		return errConnClosed
+	}
+	if code != 0 {
+		return nil // refused: the client goes on with ordinary requests
+	}
+	rounds, ok := saslV0Rounds[mechanism]
+	if !ok {
+		c.v.m.err(errUnknownAPI)
+		return fmt.Errorf("client authenticates with SASL %s over SaslHandshake v0 (raw tokens); Strait relays raw tokens for PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER only: use SaslHandshake v1", mechanism)
+	}
+	var sz [4]byte
+	for range rounds {
+		if c.cr.Buffered() == 0 && c.uw.Buffered() > 0 {
+			if err := c.uw.Flush(); err != nil {
+				return c.upstreamWriteErr(err)
+			}
+		}
+		if _, err := io.ReadFull(c.cr, sz[:]); err != nil {
+			return c.relayErr(err)
+		}
+		size, err := wire.FrameSize(sz, int64(c.v.opts.MaxFrame))
+		if err != nil {
+			c.v.m.err(errMalformed)
+			return fmt.Errorf("client SASL token: %w", err)
+		}
+		if _, err := c.uw.Write(sz[:]); err != nil {
+			return c.upstreamWriteErr(err)
+		}
+		if err := copyN(c.uw, c.cr, size); err != nil {
+			return c.relayErr(err)
+		}
+		c.v.m.bytesUp.Add(float64(4 + size))
+		if err := c.enqueue(pending{hdr: filter.Header{Key: wire.KeySASLHandshake}, raw: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// peekMechanism reads the mechanism name of a SaslHandshake request.
+func (c *conn) peekMechanism(h wire.RequestHeader, size int) (string, error) {
+	b, err := c.cr.Peek(min(size, h.Len+2+64))
+	if err != nil {
+		return "", err
+	}
+	body := b[h.Len:]
+	if len(body) < 2 {
+		return "", wire.ErrShortHeader
+	}
+	n := int(int16(binary.BigEndian.Uint16(body)))
+	if n < 0 || len(body) < 2+n {
+		return "", wire.ErrMalformed
+	}
+	return string(body[2 : 2+n]), nil
 }
 
 func (c *conn) upstreamWriteErr(err error) error {
@@ -536,13 +638,20 @@ func (c *conn) clientWriteErr(err error) error {
 
 func (c *conn) relayResponse(p *pending) error {
 	v := c.v
-	if c.ur.Buffered() < 8 && c.cw.Buffered() > 0 {
+	want := 8 // size and correlation id
+	switch {
+	case p.raw:
+		want = 4 // a raw SASL answer: size only
+	case p.saslV0 != nil:
+		want = 10 // and the handshake's error code
+	}
+	if c.ur.Buffered() < want && c.cw.Buffered() > 0 {
 		if err := c.cw.Flush(); err != nil {
 			return c.clientWriteErr(err)
 		}
 	}
 	c.up.SetReadDeadline(time.Now().Add(v.opts.Target.RequestTimeout))
-	hb, err := c.ur.Peek(8)
+	hb, err := c.ur.Peek(want)
 	if err != nil {
 		switch {
 		case c.closing.Load():
@@ -565,6 +674,16 @@ func (c *conn) relayResponse(p *pending) error {
 			v.m.err(errFrameTooLarge)
 		}
 		return fmt.Errorf("broker frame: %w", err)
+	}
+	if p.raw {
+		v.m.bytesDown.Add(float64(4 + size))
+		if err := copyN(c.cw, c.ur, 4+size); err != nil {
+			return c.responseCopyErr(err)
+		}
+		return nil
+	}
+	if p.saslV0 != nil {
+		p.saslV0 <- int16(binary.BigEndian.Uint16(hb[8:]))
 	}
 	if corr := wire.CorrelationID(hb[4:]); size < 4 || corr != p.hdr.CorrelationID {
 		v.m.err(errUpstreamProto)

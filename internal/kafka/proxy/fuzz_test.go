@@ -34,6 +34,7 @@ func FuzzConnection(f *testing.F) {
 		fr.AppendRequest(nil, apiv, 1),
 		fr.AppendRequest(fr.AppendRequest(nil, meta, 2), apiv, 3),
 		fr.AppendRequest(nil, prod, 4),
+		append(fr.AppendRequest(nil, &kmsg.SASLHandshakeRequest{Mechanism: "PLAIN"}, 5), 0, 0, 0, 4, 0, 'a', 0, 'b'),
 		{0, 0, 0, 4, 0, 18, 0, 0},
 		{0xff, 0xff, 0xff, 0xff},
 		[]byte("GET / HTTP/1.1\r\n\r\n"),

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -292,5 +294,20 @@ func TestNodeEndpointsRewritten(t *testing.T) {
 			}
 			checkEndpoints(t, "Fetch", ids, hosts, ports)
 		})
+	}
+}
+
+// TestAdvertiseRejectsHugeNodeID: a node id near MaxInt32 is outside the
+// node ports; on a 32-bit platform start+id must not wrap around into
+// range (or to a negative port).
+func TestAdvertiseRejectsHugeNodeID(t *testing.T) {
+	v, err := New(Options{Name: "t", Listen: "127.0.0.1:19092", Target: Target{Bootstrap: []string{"127.0.0.1:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{math.MaxInt32, math.MaxInt32 - 100, 1000} {
+		if _, _, err := v.Advertise(id, "broker", 9092); err == nil || !strings.Contains(err.Error(), "outside") {
+			t.Errorf("Advertise(%d) = %v, want an out-of-range error", id, err)
+		}
 	}
 }

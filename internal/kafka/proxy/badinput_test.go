@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -133,4 +135,30 @@ func TestBadClientInput(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("connections open: %v, want 1", g.connsOpen())
 		})
+}
+
+// TestDeclaredFrameSizeIsNotAllocated: every connection's ApiVersions
+// request is decoded, so its frame is read whole. A peer that declares a
+// frame of nearly max_frame_bytes and sends only its header must not make
+// the gateway allocate the size it declared.
+func TestDeclaredFrameSizeIsNotAllocated(t *testing.T) {
+	const declared = 96 << 20
+	g := startGatewayTo(t, []string{fakeBroker(t, func(net.Conn, []byte) {})}, func(o *Options) {
+		o.SkipBrokerDiscovery = true
+		o.MaxFrame = 128 << 20
+	})
+	b := binary.BigEndian.AppendUint32(nil, declared)
+	b = append(b, header(18, 2, 1, "c")...)
+	b = append(b, make([]byte, 200)...) // past the gateway's header peek
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := dialRaw(t, g.addr)
+	c.write(b)
+	time.Sleep(200 * time.Millisecond) // let the gateway start reading the body
+	c.Close()
+	g.waitErr(t, errClientIO, 1)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > declared/4 {
+		t.Errorf("a %d-byte frame declaring %d bytes made the process allocate %d bytes", len(b), declared, n)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func BenchmarkRelayProduce(b *testing.B) {
 // compare the two ways of moving large bodies in one run.
 func BenchmarkRelayProduceCopy(b *testing.B) {
 	old := spliceMin
-	spliceMin = 1 << 40
+	spliceMin = math.MaxInt
 	defer func() { spliceMin = old }()
 	BenchmarkRelayProduce(b)
 }

@@ -18,7 +18,7 @@ import (
 const (
 	minClassBits = 12 // 4 KiB
 	bigClassBits = 20 // 1 MiB: from here, free lists
-	maxClassBits = 27 // 128 MiB, above the largest legal frame
+	maxClassBits = 27 // 128 MiB, above the default max_frame_bytes; bigger buffers are not pooled
 	bigRetain    = 64 << 20
 )
 

@@ -210,11 +210,13 @@ func (v *VirtualCluster) Ready() bool {
 // upstream and returns the gateway's address for it, opening the node's
 // listener if this is the first time the node is seen.
 func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, int32, error) {
-	p := v.opts.NodePortStart + int(id)
-	if id < 0 || p > v.opts.NodePortEnd {
+	// Compare the id with the port range's width, not start+id with its
+	// end: on a 32-bit platform start+id can wrap.
+	if id < 0 || int64(id) > int64(v.opts.NodePortEnd)-int64(v.opts.NodePortStart) {
 		return "", 0, fmt.Errorf("node id %d is outside virtual cluster %s's node ports %d-%d: widen node_ports",
 			id, v.opts.Name, v.opts.NodePortStart, v.opts.NodePortEnd)
 	}
+	p := v.opts.NodePortStart + int(id)
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	v.mu.Lock()
 	defer v.mu.Unlock()

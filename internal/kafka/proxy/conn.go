@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,8 +68,9 @@ type conn struct {
 	fc     filter.Context
 
 	inflight  chan pending
-	done      chan struct{} // closed by close
-	respDone  chan struct{} // closed when respond returns
+	done      chan struct{}      // closed by close
+	cancel    context.CancelFunc // cancels fc.Ctx; called by close
+	respDone  chan struct{}      // closed when respond returns
 	closeOnce sync.Once
 	closing   atomic.Bool
 	draining  atomic.Bool
@@ -122,8 +124,11 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
 	}
+	// Cancelled when the connection is torn down, so a filter waiting on a
+	// request of its own stops then, not when that request gives up.
 	ctx, cancel := context.WithCancel(v.ctx)
 	defer cancel()
+	c.cancel = cancel
 	c.fc = filter.Context{
 		Ctx:            ctx,
 		VirtualCluster: v.opts.Name,
@@ -194,6 +199,9 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
 		close(c.done)
+		if c.cancel != nil {
+			c.cancel()
+		}
 		c.client.Close()
 		c.up.Close()
 	})
@@ -297,6 +305,12 @@ func (c *conn) readRequests() error {
 			if expect, err = c.filterRequest(h, size, reqMask, &p); err != nil {
 				return err
 			}
+			// A forwarded SaslHandshake v0 is followed by raw tokens, as on
+			// the path above; the mechanism is the one the broker saw.
+			if hs, ok := p.req.(*kmsg.SASLHandshakeRequest); ok && h.Version == 0 && p.local == nil {
+				saslMechanism = hs.Mechanism
+				p.saslV0 = make(chan int16, 1)
+			}
 		}
 		if !expect {
 			continue
@@ -379,7 +393,11 @@ func (c *conn) relaySASLv0(mechanism string, result chan int16) error {
 		}
 		size, err := wire.FrameSize(sz, int64(c.v.opts.MaxFrame))
 		if err != nil {
-			c.v.m.err(errMalformed)
+			if errors.Is(err, wire.ErrNegativeFrame) {
+				c.v.m.err(errMalformed)
+			} else {
+				c.v.m.err(errFrameTooLarge)
+			}
 			return fmt.Errorf("client SASL token: %w", err)
 		}
 		if _, err := c.uw.Write(sz[:]); err != nil {
@@ -499,8 +517,8 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 	v := c.v
 	// A fresh buffer: the decoded request may alias it and lives on in p
 	// until its response, while this goroutine reads the next frame.
-	frame := make([]byte, size)
-	if _, err := io.ReadFull(c.cr, frame); err != nil {
+	frame, err := readFrame(c.cr, size)
+	if err != nil {
 		return false, c.relayErr(err)
 	}
 	var body kmsg.Request
@@ -566,6 +584,31 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 		c.encBuf = out[:0]
 	}
 	return acks != 0, nil
+}
+
+// firstFrameChunk is how much of a decoded request's frame is allocated
+// before its bytes arrive; the buffer then doubles as they do.
+const firstFrameChunk = readBufSize
+
+// readFrame reads a size-byte frame into a new buffer that grows as its
+// bytes arrive: a peer that declares a frame of max_frame_bytes and sends
+// a few bytes makes the gateway hold about what it sent, not the size it
+// declared.
+func readFrame(r io.Reader, size int) ([]byte, error) {
+	b := make([]byte, min(size, firstFrameChunk))
+	n := 0
+	for {
+		m, err := io.ReadFull(r, b[n:])
+		n += m
+		if err != nil {
+			return nil, err
+		}
+		if n == size {
+			return b, nil
+		}
+		next := min(size, 2*len(b))
+		b = slices.Grow(b, next-len(b))[:next]
+	}
 }
 
 // encodeResponse appends a whole response frame.
@@ -714,6 +757,11 @@ func (c *conn) responseCopyErr(err error) error {
 	if c.closing.Load() {
 		return nil
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// request_timeout covers the whole frame (relayResponse).
+		c.v.m.err(errUpstreamTimeout)
+		return fmt.Errorf("broker did not finish a response within %s: %w", c.v.opts.Target.RequestTimeout, err)
+	}
 	c.v.m.err(errUpstreamClosed)
 	return fmt.Errorf("broker closed the connection mid-response: %w", err)
 }
@@ -755,7 +803,9 @@ func (c *conn) filterResponse(p *pending, size int) error {
 	}
 	// The decoded response may alias frame: encode before frame goes
 	// back to the pool.
-	out := append(getBuf(0), 0, 0, 0, 0)
+	// The re-encoded frame is about the size of the one read: start from a
+	// pooled buffer of that class instead of growing one from 4 KiB.
+	out := append(getBuf(len(frame))[:0], 0, 0, 0, 0)
 	out = append(out, frame[4:4+hl]...)
 	out = fr.Body.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))

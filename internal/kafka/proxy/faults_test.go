@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
 )
 
 // listGroupsV4 is a request no client in these tests sends on its own, so
@@ -134,33 +137,40 @@ func TestBrokerMisbehaves(t *testing.T) {
 		handle func(c net.Conn, frame []byte)
 		kind   string
 		eof    bool // the client must see a clean close
+		// timeout is the target's request timeout, if not the default.
+		timeout time.Duration
 	}{
-		{"closes after reading a request", func(net.Conn, []byte) {}, errUpstreamClosed, true},
+		{"closes after reading a request", func(net.Conn, []byte) {}, errUpstreamClosed, true, 0},
 		{"closes mid-response", func(c net.Conn, f []byte) {
 			c.Write(append([]byte{0, 0, 0, 100}, corrOf(f)...))
-		}, errUpstreamClosed, true},
+		}, errUpstreamClosed, true, 0},
+		{"stalls mid-response", func(c net.Conn, f []byte) {
+			c.Write(append([]byte{0, 0, 0, 100}, corrOf(f)...))
+			io.Copy(io.Discard, c)
+		}, errUpstreamTimeout, true, 300 * time.Millisecond},
 		{"wrong correlation id", func(c net.Conn, f []byte) {
 			c.Write([]byte{0, 0, 0, 6, 0x7f, 0, 0, 0, 0, 0})
 			io.Copy(io.Discard, c)
-		}, errUpstreamProto, true},
+		}, errUpstreamProto, true, 0},
 		{"frame over the limit", func(c net.Conn, f []byte) {
 			c.Write(append([]byte{0x10, 0, 0, 0}, corrOf(f)...))
 			io.Copy(io.Discard, c)
-		}, errFrameTooLarge, true},
+		}, errFrameTooLarge, true, 0},
 		{"negative frame size", func(c net.Conn, f []byte) {
 			c.Write(append([]byte{0xff, 0xff, 0xff, 0xfe}, corrOf(f)...))
 			io.Copy(io.Discard, c)
-		}, errUpstreamProto, true},
+		}, errUpstreamProto, true, 0},
 		{"undecodable Metadata response", func(c net.Conn, f []byte) {
 			c.Write(append(append([]byte{0, 0, 0, 7}, corrOf(f)...), 0xff, 0xff, 0xff))
 			io.Copy(io.Discard, c)
-		}, errUpstreamProto, true},
+		}, errUpstreamProto, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := startGatewayTo(t, []string{fakeBroker(t, tc.handle)}, func(o *Options) {
 				o.SkipBrokerDiscovery = true
 				o.MaxFrame = 1 << 20
+				o.Target.RequestTimeout = tc.timeout
 			})
 			c := dialRaw(t, g.addr)
 			req := kmsg.NewPtrMetadataRequest()
@@ -190,4 +200,46 @@ func TestBrokerMisbehaves(t *testing.T) {
 		c.expectClosed()
 		g.waitErr(t, errUpstreamConnect, 1)
 	})
+}
+
+// waitForCancel holds ListGroups requests until the connection's context
+// ends, as a filter waiting on a request of its own upstream would.
+type waitForCancel struct{ cancelled chan struct{} }
+
+func (*waitForCancel) Name() string { return "wait-for-cancel" }
+func (*waitForCancel) Interest() filter.Interest {
+	return filter.Interest{Requests: filter.Keys(int16(kmsg.ListGroups))}
+}
+func (f *waitForCancel) OnRequest(c *filter.Context, _ *filter.Request) error {
+	<-c.Ctx.Done()
+	close(f.cancelled)
+	return c.Ctx.Err()
+}
+
+// TestConnectionCloseCancelsFilterContext: when the response side ends the
+// connection (here: the broker never answers), a filter blocked on the
+// request side with the connection's context is released at once, so the
+// connection's goroutines do not outlive it.
+func TestConnectionCloseCancelsFilterContext(t *testing.T) {
+	t.Parallel()
+	f := &waitForCancel{cancelled: make(chan struct{})}
+	broker := fakeBroker(t, func(c net.Conn, _ []byte) { io.Copy(io.Discard, c) })
+	g := startGatewayTo(t, []string{broker}, func(o *Options) {
+		o.SkipBrokerDiscovery = true
+		o.Target.RequestTimeout = 200 * time.Millisecond
+		o.Filters = []filter.Filter{f}
+	})
+	c := dialRaw(t, g.addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1
+	c.send(req, 1)            // forwarded; never answered
+	c.send(listGroupsV4(), 2) // held by the filter
+	g.waitErr(t, errUpstreamTimeout, 1)
+	select {
+	case <-f.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the filter's context was not cancelled when the connection closed")
+	}
+	pollUntil(t, 5*time.Second, func() bool { return g.connsOpen() == 0 },
+		func() string { return fmt.Sprintf("connections open: %v, want 0", g.connsOpen()) })
 }

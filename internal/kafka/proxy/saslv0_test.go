@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
 )
 
 // saslV0Broker speaks the SaslHandshake v0 flow: the handshake, then raw
@@ -145,4 +147,65 @@ func TestSASLHandshakeV0UnknownMechanism(t *testing.T) {
 	readRaw(t, c) // the broker's answer still arrives
 	c.expectClosed()
 	g.waitErr(t, errUnknownAPI, 1)
+}
+
+// watchHandshake subscribes to SaslHandshake requests and passes them on.
+type watchHandshake struct{}
+
+func (watchHandshake) Name() string { return "watch-handshake" }
+func (watchHandshake) Interest() filter.Interest {
+	return filter.Interest{Requests: filter.Keys(int16(kmsg.SASLHandshake))}
+}
+func (watchHandshake) OnRequest(*filter.Context, *filter.Request) error { return nil }
+
+// TestSASLHandshakeV0RawTokensDecoded: the raw tokens after a SaslHandshake
+// v0 are relayed when a filter decodes the handshake too (an
+// authentication filter would), not parsed as request headers.
+func TestSASLHandshakeV0RawTokensDecoded(t *testing.T) {
+	got := make(chan string, 4)
+	g := startGatewayTo(t, []string{saslV0Broker(t, 1, got)}, func(o *Options) {
+		o.SkipBrokerDiscovery = true
+		o.Filters = []filter.Filter{watchHandshake{}}
+	})
+	c := dialRaw(t, g.addr)
+	c.write(requestFrame(&kmsg.SASLHandshakeRequest{Version: 0, Mechanism: "PLAIN"}, 7, "kafka-python"))
+	var resp kmsg.SASLHandshakeResponse
+	if err := decodeResponse(readRaw(t, c), 7, &resp); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("handshake answer: %v, error code %d", err, resp.ErrorCode)
+	}
+	tok := "\x00alice\x00secret"
+	writeRaw(t, c, []byte(tok))
+	if b := readRaw(t, c); string(b) != "ok-1" {
+		t.Fatalf("raw answer = %q", b)
+	}
+	if b := <-got; b != tok {
+		t.Fatalf("broker got token %q, want %q", b, tok)
+	}
+	c.send(kmsg.NewPtrMetadataRequest(), 8)
+	if b := readRaw(t, c); binary.BigEndian.Uint32(b) != 8 {
+		t.Fatalf("metadata after SASL answered with correlation id %d, want 8", binary.BigEndian.Uint32(b))
+	}
+}
+
+// TestSASLHandshakeV0BadTokenSize: a raw token's size is checked like a
+// frame's, and counted under the same kinds.
+func TestSASLHandshakeV0BadTokenSize(t *testing.T) {
+	for _, tc := range []struct {
+		size []byte
+		kind string
+	}{
+		{[]byte{0x7f, 0xff, 0xff, 0xff}, errFrameTooLarge},
+		{[]byte{0xff, 0xff, 0xff, 0xfe}, errMalformed},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			got := make(chan string, 4)
+			g := startGatewayTo(t, []string{saslV0Broker(t, 1, got)}, func(o *Options) { o.SkipBrokerDiscovery = true })
+			c := dialRaw(t, g.addr)
+			c.write(requestFrame(&kmsg.SASLHandshakeRequest{Version: 0, Mechanism: "PLAIN"}, 7, "kafka-python"))
+			readRaw(t, c)
+			c.write(tc.size)
+			c.expectClosed()
+			g.waitErr(t, tc.kind, 1)
+		})
+	}
 }

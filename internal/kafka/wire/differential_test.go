@@ -580,3 +580,16 @@ func checkSkim(t *testing.T, name string, skim skimmer, body []byte, v int16, wa
 		t.Errorf("%s: body with a trailing byte gave ok", name)
 	}
 }
+
+// TestProduceAcksHugeTxnIDLength feeds compact transactional id lengths
+// near 2^31 and 2^32: on a 32-bit platform (GOARCH=386, arm) the offset of
+// acks overflows int, and ProduceAcks must report ok=false, not panic.
+func TestProduceAcksHugeTxnIDLength(t *testing.T) {
+	for _, l := range []uint64{1<<31 - 8, 1<<31 - 7, 1<<31 - 6, 1<<31 - 5, 1<<31 - 2, 1<<31 - 1, 1 << 31, 1<<31 + 1, 1<<32 - 1} {
+		body := binary.AppendUvarint(nil, l)
+		body = append(body, 0xff, 0xff, 0, 0, 0, 0, 0, 0)
+		if acks, ok := wire.ProduceAcks(body, 9); ok {
+			t.Errorf("compact length %d in a %d-byte body: acks %d, ok", l, len(body), acks)
+		}
+	}
+}

@@ -170,7 +170,11 @@ func ProduceAcks(body []byte, version int16) (acks int16, ok bool) {
 			return 0, false
 		}
 		off = n
+		// Compare in 64 bits: on a 32-bit platform int(l-1) can wrap.
 		if l > 0 {
+			if uint64(l-1) > uint64(len(body)-off) {
+				return 0, false
+			}
 			off += int(l - 1)
 		}
 	case version >= 3:
@@ -183,7 +187,7 @@ func ProduceAcks(body []byte, version int16) (acks int16, ok bool) {
 			off += l
 		}
 	}
-	if off < 0 || len(body) < off+2 {
+	if len(body)-off < 2 {
 		return 0, false
 	}
 	return int16(binary.BigEndian.Uint16(body[off:])), true

@@ -123,3 +123,46 @@ func TestSlowClientBoundsMemory(t *testing.T) {
 		t.Fatalf("reading the backlog: %v", err)
 	}
 }
+
+// deafBroker accepts connections and never reads from them.
+func deafBroker(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestBrokerStopsReading: a broker that takes no bytes cannot wedge the
+// request side, even for a first frame too big for the socket buffers
+// (nothing is in flight yet, so no read deadline is running): the write
+// deadline ends the connection as an upstream timeout.
+func TestBrokerStopsReading(t *testing.T) {
+	g := startGatewayTo(t, []string{deafBroker(t)}, func(o *Options) {
+		o.SkipBrokerDiscovery = true
+		o.Target.RequestTimeout = 500 * time.Millisecond
+		o.MaxFrame = 64 << 20
+	})
+	c := dialRaw(t, g.addr)
+	big := produceRequest(9, 1, nil, "t", 0, string(make([]byte, 32<<20)))
+	go c.Write(requestFrame(big, 1, "big"))
+	c.expectClosed()
+	g.waitErr(t, errUpstreamTimeout, 1)
+}

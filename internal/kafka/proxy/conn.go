@@ -75,8 +75,9 @@ type conn struct {
 	closing   atomic.Bool
 	draining  atomic.Bool
 
-	encBuf  []byte // readRequests' encode buffer
-	respBuf []byte // respond's buffer for whole frames up to keepBuf
+	encBuf     []byte    // readRequests' encode buffer
+	writeArmed time.Time // when readRequests last set the broker write deadline
+	respBuf    []byte    // respond's buffer for whole frames up to keepBuf
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -256,6 +257,7 @@ func (c *conn) readRequests() error {
 			}
 			return fmt.Errorf("client frame: %w", err)
 		}
+		c.armWriteDeadline()
 		h, err := c.peekHeader(size)
 		if err != nil {
 			return c.peekErr("client request header", err)
@@ -383,6 +385,7 @@ func (c *conn) relaySASLv0(mechanism string, result chan int16) error {
 	}
 	var sz [4]byte
 	for range rounds {
+		c.armWriteDeadline()
 		if c.cr.Buffered() == 0 && c.uw.Buffered() > 0 {
 			if err := c.uw.Flush(); err != nil {
 				return c.upstreamWriteErr(err)
@@ -435,8 +438,28 @@ func (c *conn) upstreamWriteErr(err error) error {
 	if c.closing.Load() {
 		return err
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.v.m.err(errUpstreamTimeout)
+		return fmt.Errorf("the broker took no bytes for %s: %w", c.v.opts.Target.RequestTimeout, err)
+	}
 	c.v.m.err(errUpstreamClosed)
 	return fmt.Errorf("writing to broker: %w", err)
+}
+
+// armWriteDeadline keeps a write deadline of about request_timeout on the
+// broker socket, so a broker that stops reading cannot block the request
+// side forever (the response side's read deadline only helps once a
+// request is in flight, and a large frame can block before that). It is
+// renewed at most every quarter timeout, so the frame path rarely pays for
+// it, and every write starts with at least three quarters of it left.
+func (c *conn) armWriteDeadline() {
+	now := time.Now()
+	t := c.v.opts.Target.RequestTimeout
+	if now.Sub(c.writeArmed) < t/4 {
+		return
+	}
+	c.up.SetWriteDeadline(now.Add(t))
+	c.writeArmed = now
 }
 
 // relayErr classifies an error from copyN: reads are from the client,
@@ -451,6 +474,12 @@ func (c *conn) relayErr(err error) error {
 	}
 	if c.draining.Load() {
 		return errDrained // the drain deadline cut a frame short
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Client reads have no deadline but the drain's: this is the
+		// broker write deadline, met inside a splice, which reports
+		// either side's error alike.
+		return c.upstreamWriteErr(err)
 	}
 	c.v.m.err(errClientIO)
 	return fmt.Errorf("client closed mid-frame: %w", err)

@@ -126,6 +126,7 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 			NodePortEnd:    vcc.NodePorts.End,
 			MaxFrame:       vcc.MaxFrameBytes,
 			MaxInflight:    vcc.MaxInflight,
+			IdleTimeout:    vcc.IdleTimeout.Duration,
 			Target:         target,
 			Filters:        filters[vcc.Name],
 			Log:            log,

@@ -24,6 +24,7 @@ const (
 	DefaultRequestTimeout = 5 * time.Minute
 	DefaultMaxFrameBytes  = 100 << 20 // 100 MiB
 	DefaultMaxInflight    = 256
+	DefaultIdleTimeout    = 10 * time.Minute
 	// DefaultNodePortCount is how many node ports a virtual cluster gets
 	// when node_ports.end is left out (node ids 0..999).
 	DefaultNodePortCount = 1000
@@ -126,6 +127,9 @@ type VirtualCluster struct {
 	// MaxInflight is how many pipelined requests one client connection may
 	// have outstanding.
 	MaxInflight int `yaml:"max_inflight"`
+	// IdleTimeout closes a client connection that sends nothing for this
+	// long, as a broker's connections.max.idle.ms does; 0 never does.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 	// Filters is the ordered filter chain.
 	Filters []Filter `yaml:"filters"`
 }
@@ -286,6 +290,9 @@ func (c *Config) applyDefaults() {
 		}
 		if !c.set[p+".max_inflight"] && vc.MaxInflight == 0 {
 			vc.MaxInflight = DefaultMaxInflight
+		}
+		if !c.set[p+".idle_timeout"] && vc.IdleTimeout.Duration == 0 {
+			vc.IdleTimeout.Duration = DefaultIdleTimeout
 		}
 		if vc.TLS != nil {
 			if vc.TLS.ClientAuth == "" {

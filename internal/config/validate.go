@@ -214,6 +214,9 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 	} else if vc.MaxFrameBytes > math.MaxInt32 {
 		v.add(p+".max_frame_bytes", fmt.Sprintf("%d is too large: Kafka frame sizes are 32-bit, so at most %d", vc.MaxFrameBytes, math.MaxInt32))
 	}
+	if vc.IdleTimeout.Duration < 0 {
+		v.add(p+".idle_timeout", "must not be negative (e.g. 10m; 0s keeps idle connections open)")
+	}
 	if vc.MaxInflight < 1 || vc.MaxInflight > 65536 {
 		v.add(p+".max_inflight", fmt.Sprintf("%d is out of range: must be 1-65536 (the default is %d)", vc.MaxInflight, DefaultMaxInflight))
 	}

@@ -51,8 +51,11 @@ type Options struct {
 	TLS                        *tls.Config // nil: plaintext to clients
 	MaxFrame                   int         // default wire.DefaultMaxFrame
 	MaxInflight                int         // pipelined requests per connection; default 256
-	Target                     Target
-	Filters                    []filter.Filter // policy filters, after the built-in ones
+	// IdleTimeout closes a client connection that sends nothing for this
+	// long (about: renewed every quarter of it); 0 never does.
+	IdleTimeout time.Duration
+	Target      Target
+	Filters     []filter.Filter // policy filters, after the built-in ones
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to

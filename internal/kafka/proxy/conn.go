@@ -75,9 +75,11 @@ type conn struct {
 	closing   atomic.Bool
 	draining  atomic.Bool
 
-	encBuf     []byte    // readRequests' encode buffer
-	writeArmed time.Time // when readRequests last set the broker write deadline
-	respBuf    []byte    // respond's buffer for whole frames up to keepBuf
+	encBuf []byte // readRequests' encode buffer
+	// Owned by readRequests: when it last renewed each deadline.
+	writeArmed, idleArmed time.Time
+	idleDeadline          time.Time
+	respBuf               []byte // respond's buffer for whole frames up to keepBuf
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -228,6 +230,7 @@ func (c *conn) readRequests() error {
 	v := c.v
 	var sz [4]byte
 	for {
+		c.armDeadlines()
 		// Flush before any read that may block, so pipelined requests go
 		// out together and none waits in the buffer.
 		if c.cr.Buffered() == 0 && c.uw.Buffered() > 0 {
@@ -245,6 +248,10 @@ func (c *conn) readRequests() error {
 				// them (a long-poll Fetch could keep it for seconds).
 				return errClientClosed
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) && c.idledOut() {
+				c.log.Info("client sent nothing for idle_timeout; closing", "idle_timeout", v.opts.IdleTimeout)
+				return errClientClosed
+			}
 			v.m.err(errClientIO)
 			return fmt.Errorf("reading from client: %w", err)
 		}
@@ -257,7 +264,6 @@ func (c *conn) readRequests() error {
 			}
 			return fmt.Errorf("client frame: %w", err)
 		}
-		c.armWriteDeadline()
 		h, err := c.peekHeader(size)
 		if err != nil {
 			return c.peekErr("client request header", err)
@@ -385,7 +391,7 @@ func (c *conn) relaySASLv0(mechanism string, result chan int16) error {
 	}
 	var sz [4]byte
 	for range rounds {
-		c.armWriteDeadline()
+		c.armDeadlines()
 		if c.cr.Buffered() == 0 && c.uw.Buffered() > 0 {
 			if err := c.uw.Flush(); err != nil {
 				return c.upstreamWriteErr(err)
@@ -446,20 +452,34 @@ func (c *conn) upstreamWriteErr(err error) error {
 	return fmt.Errorf("writing to broker: %w", err)
 }
 
-// armWriteDeadline keeps a write deadline of about request_timeout on the
-// broker socket, so a broker that stops reading cannot block the request
-// side forever (the response side's read deadline only helps once a
-// request is in flight, and a large frame can block before that). It is
-// renewed at most every quarter timeout, so the frame path rarely pays for
-// it, and every write starts with at least three quarters of it left.
-func (c *conn) armWriteDeadline() {
+// armDeadlines keeps two deadlines current, renewing each at most every
+// quarter of its length so the frame path rarely pays for it:
+//   - a write deadline of about request_timeout on the broker socket, so a
+//     broker that stops reading cannot block the request side forever (the
+//     response side's read deadline only helps once a request is in
+//     flight, and a large frame can block before that);
+//   - a read deadline of about idle_timeout on the client socket, so a
+//     client that sends nothing for that long is let go, as a broker would.
+func (c *conn) armDeadlines() {
 	now := time.Now()
-	t := c.v.opts.Target.RequestTimeout
-	if now.Sub(c.writeArmed) < t/4 {
-		return
+	if t := c.v.opts.Target.RequestTimeout; now.Sub(c.writeArmed) >= t/4 {
+		c.up.SetWriteDeadline(now.Add(t))
+		c.writeArmed = now
 	}
-	c.up.SetWriteDeadline(now.Add(t))
-	c.writeArmed = now
+	if t := c.v.opts.IdleTimeout; t > 0 && now.Sub(c.idleArmed) >= t/4 {
+		c.idleDeadline = now.Add(t)
+		c.client.SetReadDeadline(c.idleDeadline)
+		c.idleArmed = now
+		// drain sets the read deadline to now; never push it back out.
+		if c.draining.Load() {
+			c.client.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// idledOut reports whether a read deadline error is the idle timeout.
+func (c *conn) idledOut() bool {
+	return !c.idleDeadline.IsZero() && !time.Now().Before(c.idleDeadline)
 }
 
 // relayErr classifies an error from copyN: reads are from the client,
@@ -475,10 +495,10 @@ func (c *conn) relayErr(err error) error {
 	if c.draining.Load() {
 		return errDrained // the drain deadline cut a frame short
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		// Client reads have no deadline but the drain's: this is the
-		// broker write deadline, met inside a splice, which reports
-		// either side's error alike.
+	if errors.Is(err, os.ErrDeadlineExceeded) && !c.idledOut() {
+		// Not the client's idle deadline, nor the drain's: the broker
+		// write deadline, met inside a splice, which reports either
+		// side's error alike.
 		return c.upstreamWriteErr(err)
 	}
 	c.v.m.err(errClientIO)

@@ -117,50 +117,35 @@ func TestApiVersionsIntersection(t *testing.T) {
 // are newer than kmsg or unknown to it.
 func fakeApiVersionsBroker(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return stubBroker(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			var hdr [12]byte
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					var hdr [12]byte
-					if _, err := io.ReadFull(r, hdr[:]); err != nil {
-						return
-					}
-					size := int(binary.BigEndian.Uint32(hdr[:]))
-					version := int16(binary.BigEndian.Uint16(hdr[6:]))
-					if _, err := r.Discard(size - 8); err != nil {
-						return
-					}
-					resp := kmsg.NewPtrApiVersionsResponse()
-					resp.Version = version
-					for _, k := range [][3]int16{
-						{int16(kmsg.Produce), 3, 99},    // newer than kmsg
-						{int16(kmsg.Metadata), 0, 7},    // older than kmsg
-						{127, 0, 3},                     // unknown to kmsg
-						{int16(kmsg.ApiVersions), 0, 3}, // older than kmsg
-						{int16(kmsg.Fetch), 99, 120},    // nothing kmsg can read
-					} {
-						resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k[0], MinVersion: k[1], MaxVersion: k[2]})
-					}
-					out := encodeResponse(nil, int32(binary.BigEndian.Uint32(hdr[8:])), int16(kmsg.ApiVersions), resp)
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
-			}()
+			size := int(binary.BigEndian.Uint32(hdr[:]))
+			version := int16(binary.BigEndian.Uint16(hdr[6:]))
+			if _, err := r.Discard(size - 8); err != nil {
+				return
+			}
+			resp := kmsg.NewPtrApiVersionsResponse()
+			resp.Version = version
+			for _, k := range [][3]int16{
+				{int16(kmsg.Produce), 3, 99},    // newer than kmsg
+				{int16(kmsg.Metadata), 0, 7},    // older than kmsg
+				{127, 0, 3},                     // unknown to kmsg
+				{int16(kmsg.ApiVersions), 0, 3}, // older than kmsg
+				{int16(kmsg.Fetch), 99, 120},    // nothing kmsg can read
+			} {
+				resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k[0], MinVersion: k[1], MaxVersion: k[2]})
+			}
+			out := encodeResponse(nil, int32(binary.BigEndian.Uint32(hdr[8:])), int16(kmsg.ApiVersions), resp)
+			if _, err := c.Write(out); err != nil {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestApiVersionsClippedToKmsg uses a broker that advertises versions and

@@ -17,34 +17,19 @@ import (
 // silentBroker reads frames and never answers, counting them.
 func silentBroker(t *testing.T, frames *atomic.Int64) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return stubBroker(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		var sz [4]byte
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(r, sz[:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				var sz [4]byte
-				for {
-					if _, err := io.ReadFull(r, sz[:]); err != nil {
-						return
-					}
-					if _, err := r.Discard(int(binary.BigEndian.Uint32(sz[:]))); err != nil {
-						return
-					}
-					frames.Add(1)
-				}
-			}()
+			if _, err := r.Discard(int(binary.BigEndian.Uint32(sz[:]))); err != nil {
+				return
+			}
+			frames.Add(1)
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // writeUntilBlocked pipelines frame until a write stalls for 500 ms, and
@@ -127,27 +112,9 @@ func TestSlowClientBoundsMemory(t *testing.T) {
 // deafBroker accepts connections and never reads from them.
 func deafBroker(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	return ln.Addr().String()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	return stubBroker(t, func(net.Conn) { <-stop })
 }
 
 // TestBrokerStopsReading: a broker that takes no bytes cannot wedge the

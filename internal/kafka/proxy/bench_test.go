@@ -17,42 +17,27 @@ import (
 // request's correlation id, allocating nothing per frame.
 func echoBroker(tb testing.TB, resp func(version int16) []byte) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	go func() {
+	return stubBroker(tb, func(c net.Conn) {
+		r := bufio.NewReaderSize(c, 64<<10)
+		w := bufio.NewWriterSize(c, 64<<10)
+		var hdr [12]byte
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if r.Buffered() == 0 {
+				w.Flush()
+			}
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReaderSize(c, 64<<10)
-				w := bufio.NewWriterSize(c, 64<<10)
-				var hdr [12]byte
-				for {
-					if r.Buffered() == 0 {
-						w.Flush()
-					}
-					if _, err := io.ReadFull(r, hdr[:]); err != nil {
-						return
-					}
-					size := int(binary.BigEndian.Uint32(hdr[:]))
-					version := int16(binary.BigEndian.Uint16(hdr[6:]))
-					if _, err := r.Discard(size - 8); err != nil {
-						return
-					}
-					out := resp(version)
-					copy(out[4:8], hdr[8:12])
-					w.Write(out)
-				}
-			}()
+			size := int(binary.BigEndian.Uint32(hdr[:]))
+			version := int16(binary.BigEndian.Uint16(hdr[6:]))
+			if _, err := r.Discard(size - 8); err != nil {
+				return
+			}
+			out := resp(version)
+			copy(out[4:8], hdr[8:12])
+			w.Write(out)
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func produceFrames(version int16, valueSize int) (req []byte, resp []byte) {

@@ -97,33 +97,18 @@ func TestBrokerClosesConnection(t *testing.T) {
 // request frame (without its size).
 func fakeBroker(t *testing.T, handle func(c net.Conn, frame []byte)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				var sz [4]byte
-				if _, err := io.ReadFull(r, sz[:]); err != nil {
-					return
-				}
-				frame := make([]byte, binary.BigEndian.Uint32(sz[:]))
-				if _, err := io.ReadFull(r, frame); err != nil {
-					return
-				}
-				handle(c, frame)
-			}()
+	return stubBroker(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		var sz [4]byte
+		if _, err := io.ReadFull(r, sz[:]); err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		frame := make([]byte, binary.BigEndian.Uint32(sz[:]))
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return
+		}
+		handle(c, frame)
+	})
 }
 
 // TestBrokerMisbehaves puts the gateway in front of brokers that break the

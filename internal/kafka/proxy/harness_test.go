@@ -476,3 +476,40 @@ func addressPatterns(hostport string) [][]byte {
 	binary.BigEndian.PutUint32(bin[len(host):], uint32(p))
 	return [][]byte{bin, []byte(hostport)}
 }
+
+// stubBroker listens on a free loopback port and runs serve, on its own
+// goroutine, for each connection it accepts, closing the connection when
+// serve returns. The listener and any open connections close at cleanup.
+func stubBroker(tb testing.TB, serve func(c net.Conn)) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}

@@ -20,60 +20,45 @@ import (
 // token it reads.
 func saslV0Broker(t *testing.T, rounds int, tokens chan<- string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return stubBroker(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		read := func() []byte {
+			var sz [4]byte
+			if _, err := io.ReadFull(r, sz[:]); err != nil {
+				return nil
+			}
+			b := make([]byte, binary.BigEndian.Uint32(sz[:]))
+			if _, err := io.ReadFull(r, b); err != nil {
+				return nil
+			}
+			return b
+		}
+		writeFrame := func(b []byte) {
+			c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+			c.Write(b)
+		}
+		hs := read()
+		if hs == nil || binary.BigEndian.Uint16(hs) != 17 {
+			return
+		}
+		resp := &kmsg.SASLHandshakeResponse{Version: 0, SupportedMechanisms: []string{"PLAIN", "SCRAM-SHA-256"}}
+		writeFrame(resp.AppendTo(append([]byte(nil), hs[4:8]...)))
+		for i := range rounds {
+			tok := read()
+			if tok == nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				read := func() []byte {
-					var sz [4]byte
-					if _, err := io.ReadFull(r, sz[:]); err != nil {
-						return nil
-					}
-					b := make([]byte, binary.BigEndian.Uint32(sz[:]))
-					if _, err := io.ReadFull(r, b); err != nil {
-						return nil
-					}
-					return b
-				}
-				writeFrame := func(b []byte) {
-					c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
-					c.Write(b)
-				}
-				hs := read()
-				if hs == nil || binary.BigEndian.Uint16(hs) != 17 {
-					return
-				}
-				resp := &kmsg.SASLHandshakeResponse{Version: 0, SupportedMechanisms: []string{"PLAIN", "SCRAM-SHA-256"}}
-				writeFrame(resp.AppendTo(append([]byte(nil), hs[4:8]...)))
-				for i := range rounds {
-					tok := read()
-					if tok == nil {
-						return
-					}
-					tokens <- string(tok)
-					writeFrame([]byte("ok-" + string(rune('1'+i))))
-				}
-				for {
-					req := read()
-					if req == nil {
-						return
-					}
-					writeFrame((&kmsg.MetadataResponse{}).AppendTo(append([]byte(nil), req[4:8]...)))
-				}
-			}()
+			tokens <- string(tok)
+			writeFrame([]byte("ok-" + string(rune('1'+i))))
 		}
-	}()
-	return ln.Addr().String()
+		for {
+			req := read()
+			if req == nil {
+				return
+			}
+			writeFrame((&kmsg.MetadataResponse{}).AppendTo(append([]byte(nil), req[4:8]...)))
+		}
+	})
 }
 
 func writeRaw(t *testing.T, c net.Conn, b []byte) {

@@ -108,6 +108,17 @@ var rules = []rule{
 		never:  []string{"internal/cli/..."},
 	},
 	{
+		name: "testkit holds shared test helpers and imports nothing of ours",
+		pkgs: []string{"internal/testkit"},
+		only: nothing,
+	},
+	{
+		name:   "testkit is for tests only: no package imports it outside its tests",
+		pkgs:   []string{"..."},
+		except: []string{"internal/testkit"},
+		never:  []string{"internal/testkit"},
+	},
+	{
 		name:   "archtest only holds tests and is imported by nothing",
 		pkgs:   []string{"..."},
 		except: []string{"internal/archtest"},

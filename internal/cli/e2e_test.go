@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // drainWait bounds how long `strait run` and `strait demo` may take to stop
@@ -154,10 +156,10 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	var listen, brokerPort, adminPort int
 	demo := startOnFreePorts(t, func() (*proc, error) {
-		listen = freePortBlock(t, 4) // bootstrap and three node ports
-		nodeRange := portRange{listen + 1, listen + 1000}
-		brokerPort = freePortBlock(t, 3, nodeRange)
-		adminPort = freePortBlock(t, 1, nodeRange)
+		listen = testkit.PortBlock(t, 4) // bootstrap and three node ports
+		nodeRange := testkit.Range{Lo: listen + 1, Hi: listen + 1000}
+		brokerPort = testkit.PortBlock(t, 3, nodeRange)
+		adminPort = testkit.PortBlock(t, 1, nodeRange)
 		p := startStrait(t, "demo", "--listen", addr(listen), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort))
 		// The self-check may take up to 15s.
 		return p, p.printed(p.stdout, "Press Ctrl-C to stop.", 30*time.Second)
@@ -204,7 +206,7 @@ func TestRunUnreachableCluster(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "unreachable.yaml")
 	var listen int
 	gw := startOnFreePorts(t, func() (*proc, error) {
-		listen = freePortBlock(t, 1)
+		listen = testkit.PortBlock(t, 1)
 		cfg := fmt.Sprintf(`log:
   level: info
 clusters:
@@ -249,7 +251,7 @@ func TestBrokerDataDir(t *testing.T) {
 	var port int
 	var args []string
 	b := startOnFreePorts(t, func() (*proc, error) {
-		port = freePortBlock(t, 3)
+		port = testkit.PortBlock(t, 3)
 		args = []string{"broker", "--data-dir", dir, "--listen", addr(port)}
 		p := startStrait(t, args...)
 		return p, p.listening(addr(port), addr(port+1), addr(port+2))
@@ -276,15 +278,15 @@ func TestRunDrainTimeoutZero(t *testing.T) {
 	t.Parallel()
 	var brokerPort int
 	startOnFreePorts(t, func() (*proc, error) {
-		brokerPort = freePortBlock(t, 3)
+		brokerPort = testkit.PortBlock(t, 3)
 		p := startStrait(t, "broker", "--listen", addr(brokerPort))
 		return p, p.listening(addr(brokerPort), addr(brokerPort+1), addr(brokerPort+2))
 	})
 	cfgPath := filepath.Join(t.TempDir(), "drain.yaml")
 	var listen, adminPort int
 	gw := startOnFreePorts(t, func() (*proc, error) {
-		listen = freePortBlock(t, 4)
-		adminPort = freePortBlock(t, 1, portRange{listen + 1, listen + 1000})
+		listen = testkit.PortBlock(t, 4)
+		adminPort = testkit.PortBlock(t, 1, testkit.Range{Lo: listen + 1, Hi: listen + 1000})
 		cfg := fmt.Sprintf(`admin:
   listen: "%s"
 shutdown:

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -17,10 +16,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // The binary the end-to-end tests run, built once by TestMain, and the
@@ -96,32 +96,13 @@ func needKcat(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a subprocess to write while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is a strait subprocess.
 type proc struct {
 	t      *testing.T
 	name   string
 	cmd    *exec.Cmd
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testkit.SyncBuffer
+	stderr *testkit.SyncBuffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // Wait's result, set before done is closed
 }
@@ -134,8 +115,8 @@ func startStrait(t *testing.T, args ...string) *proc {
 	p := &proc{
 		t:      t,
 		name:   "strait " + strings.Join(args, " "),
-		stdout: &syncBuffer{},
-		stderr: &syncBuffer{},
+		stdout: &testkit.SyncBuffer{},
+		stderr: &testkit.SyncBuffer{},
 		done:   make(chan struct{}),
 	}
 	p.cmd = exec.Command(straitBin, args...)
@@ -256,7 +237,7 @@ func (p *proc) waitListening(addrs ...string) {
 
 // printed waits until out (the process's stdout or stderr) contains want.
 // It fails if the process exits without printing it or timeout passes.
-func (p *proc) printed(out *syncBuffer, want string, timeout time.Duration) error {
+func (p *proc) printed(out *testkit.SyncBuffer, want string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		exited := p.exited() // before reading: output is complete once exited
@@ -274,7 +255,7 @@ func (p *proc) printed(out *syncBuffer, want string, timeout time.Duration) erro
 }
 
 // waitOutput is printed that fails the test.
-func (p *proc) waitOutput(out *syncBuffer, want string, timeout time.Duration) {
+func (p *proc) waitOutput(out *testkit.SyncBuffer, want string, timeout time.Duration) {
 	p.t.Helper()
 	if err := p.printed(out, want, timeout); err != nil {
 		p.t.Fatal(err)
@@ -402,51 +383,6 @@ func canListen(addr string) bool {
 	}
 	ln.Close()
 	return true
-}
-
-// portsTaken tracks the ports handed out by this test binary so that two
-// tests never get overlapping blocks.
-var portsTaken = struct {
-	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
-
-// portRange is a closed range of ports.
-type portRange struct{ lo, hi int }
-
-// freePortBlock returns the first of n consecutive ports on 127.0.0.1 that
-// are free now, none of them inside an avoid range. Blocks come from
-// 20000-30999: below Linux's ephemeral range (so outgoing connections do not
-// take them) even counting the 1000 node ports a gateway reserves above its
-// bootstrap port, and far from the fixed ports of the passthrough example.
-func freePortBlock(t *testing.T, n int, avoid ...portRange) int {
-	t.Helper()
-	portsTaken.Lock()
-	defer portsTaken.Unlock()
-	usable := func(p int) bool {
-		for _, r := range avoid {
-			if p >= r.lo && p <= r.hi {
-				return false
-			}
-		}
-		return !portsTaken.m[p] && canListen(addr(p))
-	}
-	for range 500 {
-		base := 20000 + rand.IntN(11000-n)
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			ok = usable(p)
-		}
-		if !ok {
-			continue
-		}
-		for p := base; p < base+n; p++ {
-			portsTaken.m[p] = true
-		}
-		return base
-	}
-	t.Fatalf("found no %d consecutive free ports", n)
-	return 0
 }
 
 // closedPort returns a port on 127.0.0.1 that nothing listens on: one the

@@ -1,26 +1,16 @@
 package interop
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
-	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +22,8 @@ import (
 
 	"github.com/straitgw/strait/internal/kafka/proxy"
 	"github.com/straitgw/strait/internal/telemetry"
+
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 const (
@@ -73,7 +65,7 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() && logs.Len() > 0 {
 			t.Logf("gateway log:\n%s", logs.String())
@@ -94,8 +86,9 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 	e := &env{broker: b}
 	var serverTLS *tls.Config
 	if cfg.tls {
-		var certPEM []byte
-		serverTLS, certPEM = selfSignedTLS(t)
+		ca := testkit.NewCA(t)
+		serverTLS = ca.ServerTLS(t)
+		certPEM := ca.PEM
 		e.caFile = filepath.Join(t.TempDir(), "ca.pem")
 		if err := os.WriteFile(e.caFile, certPEM, 0o600); err != nil {
 			t.Fatal(err)
@@ -106,7 +99,7 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 
 	reg := prometheus.NewRegistry()
 	metrics := telemetry.NewKafkaMetrics(reg)
-	base := freePortBlock(t, nodePorts)
+	base := testkit.PortBlock(t, nodePorts+1)
 	vc, err := proxy.New(proxy.Options{
 		Name:          "interop",
 		Listen:        fmt.Sprintf("127.0.0.1:%d", base),
@@ -274,115 +267,6 @@ func checkGatewayErrors(t *testing.T, reg *prometheus.Registry) {
 			}
 		}
 	}
-}
-
-var (
-	portsMu   sync.Mutex
-	portsUsed = map[int]bool{}
-)
-
-// freePortBlock returns a base port such that base..base+n are all free.
-// It looks below Linux's ephemeral range (32768 and up), so neither kfake's
-// listeners nor any client's outgoing connection can take a node port
-// between this check and the gateway binding it, and it never hands the
-// same block to two tests of this process.
-func freePortBlock(t *testing.T, n int) int {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for try := 0; try < 200; try++ {
-		base := 20000 + mrand.IntN(12000-n)
-		if portsUsed[base] {
-			continue
-		}
-		ok := true
-		var ls []net.Listener
-		for i := 0; i <= n; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok {
-			for i := 0; i <= n; i++ {
-				portsUsed[base+i] = true
-			}
-			return base
-		}
-	}
-	t.Fatal("no free port block")
-	return 0
-}
-
-// selfSignedTLS makes a server config with a fresh ECDSA P-256 certificate
-// for IP 127.0.0.1 (it is its own CA) and returns the certificate as PEM.
-// Session tickets are off: kafka-python 2.0.2 mistakes the tickets a TLS 1.3
-// server sends after the handshake for protocol data and reconnects.
-func selfSignedTLS(t *testing.T) (*tls.Config, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "strait interop test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{
-		Certificates:           []tls.Certificate{cert},
-		MinVersion:             tls.VersionTLS12,
-		SessionTicketsDisabled: true,
-	}, certPEM
-}
-
-// syncBuffer is a bytes.Buffer safe for the gateway's goroutines to log to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // topicName returns a topic name unique to this test run.

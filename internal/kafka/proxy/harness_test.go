@@ -13,7 +13,6 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/telemetry"
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // gateway is a virtual cluster under test with the broker behind it.
@@ -56,7 +56,7 @@ func startGateway(t *testing.T, mod func(*Options), kopts ...kfake.Opt) *gateway
 // servers (a fake broker, say).
 func startGatewayTo(t *testing.T, bootstrap []string, mod func(*Options)) *gateway {
 	t.Helper()
-	base := gatewayPortBlock(t, 10)
+	base := testkit.PortBlock(t, 11)
 	lvl := slog.LevelError
 	if testing.Verbose() {
 		lvl = slog.LevelDebug
@@ -88,48 +88,6 @@ func startGatewayTo(t *testing.T, bootstrap []string, mod func(*Options)) *gatew
 		vc.Shutdown(ctx)
 	})
 	return &gateway{vc: vc, addr: vc.Addr().String(), reg: reg}
-}
-
-var portBlocks struct {
-	sync.Mutex
-	used map[int]bool
-}
-
-// gatewayPortBlock finds n+1 consecutive free ports below Linux's
-// ephemeral range (32768+), where outgoing connections in TIME_WAIT, which
-// block a bind, never sit, and hands each block out once per process so
-// parallel tests do not collide.
-func gatewayPortBlock(t *testing.T, n int) int {
-	t.Helper()
-	portBlocks.Lock()
-	defer portBlocks.Unlock()
-	if portBlocks.used == nil {
-		portBlocks.used = map[int]bool{}
-	}
-	const lo, hi = 20000, 32700
-	for try := 0; try < 200; try++ {
-		base := lo + rand.IntN((hi-lo)/(n+1))*(n+1)
-		if portBlocks.used[base] {
-			continue
-		}
-		var ls []net.Listener
-		for i := 0; i <= n; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if len(ls) == n+1 {
-			portBlocks.used[base] = true
-			return base
-		}
-	}
-	t.Fatal("no free block of ports")
-	return 0
 }
 
 // nodeAddr is where the gateway serves broker id.

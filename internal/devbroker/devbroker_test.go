@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -681,7 +682,10 @@ func TestKcatSASL(t *testing.T) {
 	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
-		t.Skip("kcat not installed")
+		if os.Getenv("STRAIT_REQUIRE_INTEROP") == "1" {
+			t.Fatalf("kcat is not installed and STRAIT_REQUIRE_INTEROP=1 (apt-get install kcat): %v", err)
+		}
+		t.Skip("kcat not installed (apt-get install kcat)")
 	}
 	c := start(t, Options{Brokers: 3, AutoCreateTopics: true, Users: []User{{MechanismScramSHA256, "kc", "kc-secret"}}})
 	run := func(stdin string, args ...string) string {

@@ -42,6 +42,21 @@ var rules = []rule{
 		future: true,
 	},
 	{
+		name: "bench/result describes the harness's JSON documents and imports nothing of ours",
+		pkgs: []string{"internal/bench/result"},
+		only: nothing,
+	},
+	{
+		name: "bench/stats and bench/procstat build on bench/result alone",
+		pkgs: []string{"internal/bench/stats", "internal/bench/procstat"},
+		only: []string{"internal/bench/result"},
+	},
+	{
+		name: "bench/report renders results and statistics, nothing else",
+		pkgs: []string{"internal/bench/report"},
+		only: []string{"internal/bench/result", "internal/bench/stats"},
+	},
+	{
 		name: "telemetry sits under every runtime package and imports nothing of ours",
 		pkgs: []string{"internal/telemetry/..."},
 		only: nothing,

@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/straitgw/strait/internal/bench/kafkaload"
+	"github.com/straitgw/strait/internal/bench/report"
+	"github.com/straitgw/strait/internal/bench/result"
+)
+
+// passthroughLayer is the gateway config of the "passthrough" setup. Layer
+// configs given with --layer use the same environment variables, which
+// `strait bench layers` sets for each gateway it starts (docs/bench.md).
+const passthroughLayer = `# The proxy hop alone: no filters.
+admin: {listen: "${env:STRAIT_BENCH_ADMIN}"}
+log: {level: warn}
+clusters:
+  bench:
+    bootstrap_servers: ["${env:STRAIT_BENCH_BROKER}"]
+%s
+virtual_clusters:
+  - name: bench
+    cluster: bench
+    listen: "${env:STRAIT_BENCH_LISTEN}"
+%s`
+
+const (
+	brokerTLSBlock  = "    tls: {enabled: true, ca_file: \"${env:STRAIT_BENCH_CA}\"}"
+	gatewayTLSBlock = "    tls: {cert_file: \"${env:STRAIT_BENCH_TLS_CERT}\", key_file: \"${env:STRAIT_BENCH_TLS_KEY}\"}"
+)
+
+func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench layers", stderr)
+	workload := workloadFlags(fs)
+	var layers multiFlag
+	fs.Var(&layers, "layer", "a further setup NAME=CONFIG.yaml, measured after passthrough in the order given (repeatable)")
+	security := fs.String("security", "plaintext", "plaintext, ssl, sasl_plaintext or sasl_ssl: how clients, gateway and broker connect")
+	brokerPort := fs.Int("broker-port", 29092, "port of the development broker started for the run")
+	gatewayPort := fs.Int("gateway-port", 29192, "bootstrap port of each gateway (node ports follow it)")
+	strait := fs.String("strait", "", "strait binary to run the broker and gateways with (default: this one)")
+	outDir := fs.String("out-dir", "", "write one result JSON per setup here (for strait bench compare)")
+	jsonPath := fs.String("json", "", "write every setup's result, as a JSON array, to this file")
+	htmlPath := fs.String("report", "", "write a self-contained HTML report of the setups' latency curves")
+	quiet := fs.Bool("quiet", false, "no live progress line")
+	// A layer table must finish in minutes here: short phases by default.
+	for name, v := range map[string]string{"warmup": "5s", "duration": "20s", "rate": "5000", "bootstrap": "(set by the run)"} {
+		fs.Lookup(name).DefValue = v
+		if name != "bootstrap" {
+			_ = fs.Set(name, v)
+		}
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	w, err := workload()
+	if err != nil {
+		return err
+	}
+	type setup struct{ name, config string }
+	setups := []setup{{name: "direct"}, {name: "passthrough"}}
+	for _, l := range layers {
+		name, path, ok := strings.Cut(l, "=")
+		if !ok || name == "" || path == "" {
+			return fmt.Errorf("--layer %q: want NAME=CONFIG.yaml", l)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--layer %s: %w", name, err)
+		}
+		setups = append(setups, setup{name: name, config: string(b)})
+	}
+	tlsOn := *security == "ssl" || *security == "sasl_ssl"
+	saslOn := strings.HasPrefix(*security, "sasl_")
+	if !tlsOn && !saslOn && *security != "plaintext" {
+		return fmt.Errorf("--security %q: use plaintext, ssl, sasl_plaintext or sasl_ssl", *security)
+	}
+	exe := *strait
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	dir, err := os.MkdirTemp("", "strait-layers-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	broker := fmt.Sprintf("127.0.0.1:%d", *brokerPort)
+	env := append(os.Environ(), "STRAIT_BENCH_BROKER="+broker,
+		fmt.Sprintf("STRAIT_BENCH_LISTEN=127.0.0.1:%d", *gatewayPort),
+		fmt.Sprintf("STRAIT_BENCH_ADMIN=127.0.0.1:%d", *gatewayPort-1))
+	brokerArgs := []string{"broker", "--brokers", "1", "--listen", broker,
+		"--partitions", strconv.Itoa(w.Partitions), "--retention-bytes", strconv.Itoa(256 << 20)}
+	if tlsOn {
+		cert, key, err := writeSelfSigned(dir)
+		if err != nil {
+			return err
+		}
+		env = append(env, "STRAIT_BENCH_CA="+cert, "STRAIT_BENCH_TLS_CERT="+cert, "STRAIT_BENCH_TLS_KEY="+key)
+		brokerArgs = append(brokerArgs, "--tls-cert", cert, "--tls-key", key)
+		w.Security.TLS, w.Security.CAFile = true, cert
+	}
+	if saslOn {
+		if w.Security.Mechanism == "" {
+			w.Security.Mechanism = "SCRAM-SHA-512"
+		}
+		if w.Security.Username == "" {
+			w.Security.Username, w.Security.Password = "bench", "bench-secret"
+		}
+		brokerArgs = append(brokerArgs, "--user", w.Security.Username+":"+w.Security.Password)
+	}
+	bp, err := startChild(ctx, exe, brokerArgs, env, stderr)
+	if err != nil {
+		return fmt.Errorf("starting the broker: %w", err)
+	}
+	defer stopChild(bp)
+	if err := waitListening(ctx, broker, 20*time.Second); err != nil {
+		return fmt.Errorf("the broker: %w", err)
+	}
+
+	var runs []*result.Kafka
+	for _, s := range setups {
+		sw := w
+		pids := []int{bp.Process.Pid}
+		var gw *exec.Cmd
+		if s.name == "direct" {
+			sw.Bootstrap = []string{broker}
+		} else {
+			cfg := s.config
+			if cfg == "" {
+				b, g := "", ""
+				if tlsOn {
+					b, g = brokerTLSBlock, gatewayTLSBlock
+				}
+				cfg = fmt.Sprintf(passthroughLayer, b, g)
+			}
+			path := filepath.Join(dir, s.name+".yaml")
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				return err
+			}
+			if gw, err = startChild(ctx, exe, []string{"run", "-c", path}, env, stderr); err != nil {
+				return fmt.Errorf("setup %s: starting the gateway: %w", s.name, err)
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort)
+			if err := waitListening(ctx, addr, 20*time.Second); err != nil {
+				stopChild(gw)
+				return fmt.Errorf("setup %s: the gateway (config %s): %w", s.name, path, err)
+			}
+			sw.Bootstrap = []string{addr}
+			pids = append(pids, gw.Process.Pid)
+		}
+		fmt.Fprintf(stderr, "== %s\n", s.name)
+		res, err := kafkaload.Run(ctx, sw, runOptions(s.name, pids, *quiet, stderr, args))
+		if gw != nil {
+			stopChild(gw)
+		}
+		if err != nil {
+			return fmt.Errorf("setup %s: %w", s.name, err)
+		}
+		nameProcesses(res, gw != nil)
+		runs = append(runs, res)
+		if *outDir != "" {
+			if err := os.MkdirAll(*outDir, 0o755); err != nil {
+				return err
+			}
+			if err := result.Write(filepath.Join(*outDir, s.name+".json"), res); err != nil {
+				return err
+			}
+		}
+		// Let the gateway's ports close before the next one binds them.
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := report.Layers(stdout, runs); err != nil {
+		return err
+	}
+	return writeOutputs(*jsonPath, *htmlPath, "strait bench layers", runs, runs, nil)
+}
+
+// nameProcesses labels the watched processes of a layer run.
+func nameProcesses(res *result.Kafka, gateway bool) {
+	for i := range res.Processes {
+		switch {
+		case i == 0:
+			res.Processes[i].Name = "broker"
+		case gateway:
+			res.Processes[i].Name = "gateway"
+		}
+	}
+}
+
+func startChild(ctx context.Context, exe string, args, env []string, stderr io.Writer) (*exec.Cmd, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
+	cmd.Stdout = io.Discard
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// stopChild asks a child to stop (SIGTERM), and kills it if it has not
+// within 10 s.
+func stopChild(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func waitListening(ctx context.Context, addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %s after %s: %w", addr, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// writeSelfSigned writes a throwaway self-signed certificate for 127.0.0.1
+// (it is its own CA) and its key, for TLS layer runs.
+func writeSelfSigned(dir string) (certPath, keyPath string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "strait bench"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(7 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	certPath, keyPath = filepath.Join(dir, "bench.pem"), filepath.Join(dir, "bench-key.pem")
+	err = errors.Join(
+		os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600),
+		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	return certPath, keyPath, err
+}

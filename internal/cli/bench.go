@@ -361,4 +361,3 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	return writeOutputs(*jsonPath, *htmlPath, "strait bench sweep", sw, runs, []*result.Sweep{sw})
 }
-

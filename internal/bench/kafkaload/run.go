@@ -346,8 +346,8 @@ func (r *run) drive(ctx context.Context, pay *payloads, watch *procstat.Watch) *
 	r.pubLat.Start(r.warmEnd)
 	r.e2eLat.Start(r.warmEnd)
 	var (
-		procs    []result.Process
-		stopAt   time.Time
+		procs       []result.Process
+		stopAt      time.Time
 		measureDone = make(chan struct{})
 	)
 	var watchMu sync.Mutex // the timers below run on their own goroutines

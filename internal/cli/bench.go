@@ -21,6 +21,7 @@ func benchCommands() []command {
 		{"kafka", "open-loop Kafka load: publish and end-to-end latency from intended send times", runBenchKafka},
 		{"sweep", "step the target rate (or the producer count) and find the last sustained rate", runBenchSweep},
 		{"layers", "direct vs. through the gateway vs. each further layer, against one broker, in one run", runBenchLayers},
+		{"llm", "open-loop LLM load (OpenAI or Anthropic dialect, JSON or streaming, h1 or h2c)", runBenchLLM},
 		{"compare", "a markdown table of result files side by side, with significance tests", runBenchCompare},
 	}
 }
@@ -42,7 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "strait bench: unknown command %q (want kafka, sweep, layers or compare)\n", args[0])
+	fmt.Fprintf(stderr, "strait bench: unknown command %q (want kafka, sweep, layers, llm or compare)\n", args[0])
 	return errUsage
 }
 
@@ -213,7 +214,16 @@ func runOptions(label string, pids []int, quiet bool, stderr io.Writer, args []s
 	return opt
 }
 
-func writeOutputs(jsonPath, htmlPath, title string, doc any, runs []*result.Kafka, sweeps []*result.Sweep) error {
+func writeOutputs(jsonPath, htmlPath, title string, doc any, kruns []*result.Kafka, ksweeps []*result.Sweep) error {
+	var sweeps []report.SweepView
+	for _, s := range ksweeps {
+		sweeps = append(sweeps, report.KafkaSweep(s))
+	}
+	return writeRunOutputs(jsonPath, htmlPath, title, doc, report.KafkaRuns(kruns), sweeps)
+}
+
+// writeRunOutputs writes the --json document and the --report page.
+func writeRunOutputs(jsonPath, htmlPath, title string, doc any, runs []report.Run, sweeps []report.SweepView) error {
 	if jsonPath != "" {
 		if err := result.Write(jsonPath, doc); err != nil {
 			return fmt.Errorf("--json: %w", err)
@@ -224,7 +234,7 @@ func writeOutputs(jsonPath, htmlPath, title string, doc any, runs []*result.Kafk
 		if err != nil {
 			return fmt.Errorf("--report: %w", err)
 		}
-		if err := report.HTML(f, title, runs, sweeps); err != nil {
+		if err := report.Page(f, title, runs, sweeps); err != nil {
 			f.Close()
 			return fmt.Errorf("--report: %w", err)
 		}
@@ -248,13 +258,13 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, "strait bench compare: give at least two result files (the first is the baseline)")
 		return errUsage
 	}
-	var runs []*result.Kafka
+	var runs []report.Run
 	for _, path := range fs.Args() {
 		doc, err := result.Read(path)
 		if err != nil {
 			return err
 		}
-		r, ok := doc.(*result.Kafka)
+		r, ok := report.AnyRun(doc)
 		if !ok {
 			return fmt.Errorf("%s: not a single-run result (a sweep? compare the runs inside it with their own files)", path)
 		}
@@ -263,10 +273,10 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		runs = append(runs, r)
 	}
-	if err := report.Compare(stdout, runs); err != nil {
+	if err := report.CompareRuns(stdout, runs); err != nil {
 		return err
 	}
-	return writeOutputs("", *htmlPath, "strait bench compare", nil, runs, nil)
+	return writeRunOutputs("", *htmlPath, "strait bench compare", nil, runs, nil)
 }
 
 func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {

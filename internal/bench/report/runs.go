@@ -212,3 +212,53 @@ func shortCommit(c string) string {
 	}
 	return rev
 }
+
+// Names of the LLM series.
+const (
+	SeriesLatency    = "latency"
+	SeriesFirstEvent = "first event"
+)
+
+// LLMRun converts an LLM result to a Run.
+func LLMRun(l *result.LLM) Run {
+	r := Run{
+		Label:    l.Label,
+		Valid:    l.Valid,
+		Problems: l.Problems,
+		Meta:     l.Meta,
+		Series:   []Series{{SeriesLatency, l.Latency}},
+		Metrics: []Metric{
+			{"target rate", "req/s", l.TargetRate},
+			{"throughput", "req/s", l.Throughput},
+			{"due", "requests", float64(l.Due)},
+			{"sent", "requests", float64(l.Sent)},
+			{"ok", "requests", float64(l.OK)},
+			{"errors", "", float64(l.Errors)},
+			{"peak in flight", "requests", float64(l.PeakInflight)},
+		},
+	}
+	if l.FirstEvent != nil {
+		r.Series = append(r.Series, Series{SeriesFirstEvent, *l.FirstEvent})
+	}
+	for _, p := range l.Processes {
+		name := processName(p)
+		r.Metrics = append(r.Metrics,
+			Metric{name + " CPU", "cores", cores(p, l.DurationS)},
+			Metric{name + " CPU per 1,000 requests", "ms", p.CPUPerKRequests},
+			Metric{name + " peak RSS", "MiB", float64(p.PeakRSSBytes) / (1 << 20)},
+		)
+	}
+	return r
+}
+
+// AnyRun converts a result document (*result.Kafka or *result.LLM) to a
+// Run; ok is false for other documents.
+func AnyRun(doc any) (Run, bool) {
+	switch d := doc.(type) {
+	case *result.Kafka:
+		return KafkaRun(d), true
+	case *result.LLM:
+		return LLMRun(d), true
+	}
+	return Run{}, false
+}

@@ -18,12 +18,14 @@ func newDocument(kind string) any {
 		return new(Kafka)
 	case KindKafkaSweep:
 		return new(Sweep)
+	case KindLLM:
+		return new(LLM)
 	}
 	return nil
 }
 
 // kinds lists the kinds newDocument knows, for error messages.
-var kinds = []string{KindKafka, KindKafkaSweep}
+var kinds = []string{KindKafka, KindKafkaSweep, KindLLM}
 
 // Read reads a result file written by Write (or "-" for standard input)
 // and returns a *Kafka or a *Sweep, according to its "kind". The workload

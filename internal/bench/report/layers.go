@@ -67,11 +67,38 @@ func LayerRuns(w io.Writer, runs []Run) error {
 		}
 		b.WriteString("\n")
 	}
+	writeRates(&b, runs)
 	for _, note := range invalidNotes(runs) {
 		fmt.Fprintf(&b, "**%s**\n\n", note)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRates adds a table of every setup's other figures (rates, errors,
+// watched processes' CPU and memory), so the sizing coefficient of each
+// layer sits next to its latency.
+func writeRates(b *strings.Builder, runs []Run) {
+	names := metricNames(runs)
+	if len(names) == 0 {
+		return
+	}
+	b.WriteString("## Rates and resources\n\n")
+	header := []string{""}
+	for i, r := range runs {
+		header = append(header, r.label(i))
+	}
+	mdRow(b, header...)
+	mdRule(b, len(header))
+	for _, n := range names {
+		row := []string{metricLabel(runs, n)}
+		for _, r := range runs {
+			m, ok := r.metric(n)
+			row = append(row, cell(ok, m.Value))
+		}
+		mdRow(b, row...)
+	}
+	b.WriteString("\n")
 }
 
 // plainLabel is r's label without the invalid mark.

@@ -293,9 +293,10 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var pids pidList
 	fs.Var(&pids, "watch-pid", "report this process's CPU time at each step (repeatable)")
 	// Sweep steps are short by default.
-	fs.Lookup("warmup").DefValue, fs.Lookup("duration").DefValue = "3s", "10s"
-	_ = fs.Set("warmup", "3s")
-	_ = fs.Set("duration", "10s")
+	for name, v := range map[string]string{"warmup": "3s", "duration": "10s", "window": "2s"} {
+		fs.Lookup(name).DefValue = v
+		_ = fs.Set(name, v)
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	htmlPath := fs.String("report", "", "write a self-contained HTML report of the setups' latency curves")
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	// A layer table must finish in minutes here: short phases by default.
-	for name, v := range map[string]string{"warmup": "5s", "duration": "20s", "rate": "5000", "bootstrap": "(set by the run)"} {
+	for name, v := range map[string]string{"warmup": "5s", "duration": "20s", "window": "2s", "rate": "5000", "bootstrap": "(set by the run)"} {
 		fs.Lookup(name).DefValue = v
 		if name != "bootstrap" {
 			_ = fs.Set(name, v)

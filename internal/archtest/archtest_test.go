@@ -42,6 +42,11 @@ var rules = []rule{
 		future: true,
 	},
 	{
+		name: "mockllm is a self-contained test peer and imports nothing of ours",
+		pkgs: []string{"internal/mockllm/..."},
+		only: nothing,
+	},
+	{
 		name: "bench/result describes the harness's JSON documents and imports nothing of ours",
 		pkgs: []string{"internal/bench/result"},
 		only: nothing,
@@ -106,9 +111,9 @@ var rules = []rule{
 		never:  []string{"internal/devbroker/..."},
 	},
 	{
-		name:   "mock providers are for tests and benchmarks only",
+		name:   "mock providers are for the CLI (strait mock), tests and benchmarks only",
 		pkgs:   []string{"..."},
-		except: []string{"internal/mockllm/...", "test/...", "bench/...", "internal/bench/..."},
+		except: []string{"internal/cli", "internal/mockllm/...", "test/...", "bench/...", "internal/bench/..."},
 		never:  []string{"internal/mockllm/..."},
 	},
 	{

@@ -1,0 +1,147 @@
+package mockllm
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ErrClosed is returned by Serve, ServeTLS, Start and StartTLS after Close
+// or Shutdown.
+var ErrClosed = errors.New("mockllm: server closed")
+
+// Serve serves HTTP/1.1 and cleartext HTTP/2 on l, both with prior
+// knowledge and by "Upgrade: h2c", until Close or Shutdown; it then returns
+// nil. (The upgrade works wherever the server is the handler, under
+// httptest too.)
+func (s *Server) Serve(l net.Listener) error {
+	hs, err := s.newHTTPServer(nil)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return serveErr(hs.Serve(l))
+}
+
+// ServeTLS serves HTTP/1.1 and HTTP/2 (by ALPN) over TLS on l until Close
+// or Shutdown; it then returns nil. cfg must hold the certificate.
+func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
+	hs, err := s.newHTTPServer(cfg)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return serveErr(hs.ServeTLS(l, "", ""))
+}
+
+// Start listens on addr (such as "127.0.0.1:0") and serves HTTP/1.1 and
+// cleartext HTTP/2 in the background until Close. It returns the base URL,
+// "http://host:port", to which clients append /v1/....
+func (s *Server) Start(addr string) (string, error) {
+	return s.listenAndServe(addr, nil)
+}
+
+// StartTLS is Start over TLS; it returns "https://host:port".
+func (s *Server) StartTLS(addr string, cfg *tls.Config) (string, error) {
+	return s.listenAndServe(addr, cfg)
+}
+
+func (s *Server) listenAndServe(addr string, cfg *tls.Config) (string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	hs, err := s.newHTTPServer(cfg)
+	if err != nil {
+		l.Close()
+		return "", err
+	}
+	scheme := "http://"
+	go func() {
+		var err error
+		if cfg != nil {
+			err = hs.ServeTLS(l, "", "")
+		} else {
+			err = hs.Serve(l)
+		}
+		if err = serveErr(err); err != nil {
+			s.log.Error("mock provider stopped serving", "addr", l.Addr().String(), "err", err)
+		}
+	}()
+	if cfg != nil {
+		scheme = "https://"
+	}
+	return scheme + l.Addr().String(), nil
+}
+
+func serveErr(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// newHTTPServer returns an http.Server for s, registered so that Close
+// reaches it: cleartext with h2c when cfg is nil, TLS with h2 otherwise.
+func (s *Server) newHTTPServer(cfg *tls.Config) (*http.Server, error) {
+	streams := s.opt.MaxConcurrentStreams
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	hs := &http.Server{
+		Handler:           s,
+		Protocols:         p,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: streams},
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	if cfg != nil {
+		p.SetHTTP2(true)
+		hs.TLSConfig = cfg.Clone()
+	} else {
+		// Prior knowledge; ServeHTTP takes "Upgrade: h2c" (upgrade.go).
+		p.SetUnencryptedHTTP2(true)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.servers = append(s.servers, hs)
+	return hs, nil
+}
+
+// Close stops every listener the server serves on and drops every
+// connection, answers in flight included.
+func (s *Server) Close() error {
+	var errs []error
+	for _, hs := range s.shut() {
+		errs = append(errs, hs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown stops every listener and waits until the answers in flight are
+// complete, or ctx ends. Requests held by the timeout error kind are
+// dropped at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, hs := range s.shut() {
+		errs = append(errs, hs.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) shut() []*http.Server {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	servers := s.servers
+	s.servers = nil
+	return servers
+}

@@ -42,6 +42,26 @@ var rules = []rule{
 		future: true,
 	},
 	{
+		name: "kms is the key-management interface and imports nothing of ours",
+		pkgs: []string{"internal/kms"},
+		only: nothing,
+	},
+	{
+		name: "KMS implementations build on the kms interface alone",
+		pkgs: []string{"internal/kms/vault"},
+		only: []string{"internal/kms"},
+	},
+	{
+		name: "llm/sse is SSE framing and imports nothing of ours",
+		pkgs: []string{"internal/llm/sse"},
+		only: nothing,
+	},
+	{
+		name: "llm/translate converts between dialects on top of llm/sse alone",
+		pkgs: []string{"internal/llm/translate"},
+		only: []string{"internal/llm/sse"},
+	},
+	{
 		name: "mockllm is a self-contained test peer and imports nothing of ours",
 		pkgs: []string{"internal/mockllm/..."},
 		only: nothing,

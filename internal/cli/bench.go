@@ -22,6 +22,7 @@ func benchCommands() []command {
 		{"sweep", "step the target rate (or the producer count) and find the last sustained rate", runBenchSweep},
 		{"layers", "direct vs. through the gateway vs. each further layer, against one broker, in one run", runBenchLayers},
 		{"llm", "open-loop LLM load (OpenAI or Anthropic dialect, JSON or streaming, h1 or h2c)", runBenchLLM},
+		{"llm-layers", "mock provider, then direct vs. through the gateway at one rate, per dialect pair, JSON and streaming", runBenchLLMLayers},
 		{"compare", "a markdown table of result files side by side, with significance tests", runBenchCompare},
 	}
 }
@@ -43,7 +44,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "strait bench: unknown command %q (want kafka, sweep, layers, llm or compare)\n", args[0])
+	fmt.Fprintf(stderr, "strait bench: unknown command %q (want kafka, sweep, layers, llm, llm-layers or compare)\n", args[0])
 	return errUsage
 }
 

@@ -77,6 +77,10 @@ func percent(pct float64) string {
 
 // num formats a figure that is not a latency: whole numbers as such, others
 // with up to three significant decimals.
+// Num formats a figure as the reports do: three significant digits,
+// thousands plain.
+func Num(v float64) string { return num(v) }
+
 func num(v float64) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.FormatFloat(v, 'f', 0, 64)

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/straitgw/strait/internal/kms/vault"
+)
+
+// defaultVault is the vault `strait keys` uses without --vault or STRAIT_VAULT.
+const defaultVault = "vault"
+
+// keysCommands are the subcommands of `strait keys`.
+func keysCommands() []command {
+	return []command{
+		{"create", "create a key-encryption key (NAME) with its first version", runKeysCreate},
+		{"rotate", "add a version to a key-encryption key (NAME); new data keys use it, old versions still decrypt", runKeysRotate},
+		{"list", "list key-encryption keys, their versions and creation times (never key material)", runKeysList},
+	}
+}
+
+// runKeys manages the key-encryption keys of a filesystem vault (docs/kms.md).
+func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, "Usage: strait keys <command> [--vault PATH] [NAME]\n\nCommands:")
+		for _, c := range keysCommands() {
+			fmt.Fprintf(stderr, "  %-7s %s\n", c.name, c.usage)
+		}
+		fmt.Fprintf(stderr, "\nThe vault is --vault PATH, else $STRAIT_VAULT, else ./%s: a directory (mode 0700, one file per key,\n", defaultVault)
+		fmt.Fprintln(stderr, "mode 0600) or a single file ending in .json. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
+		if len(args) == 0 {
+			return errUsage
+		}
+		return flag.ErrHelp
+	}
+	for _, c := range keysCommands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "strait keys: unknown command %q (want create, rotate or list)\n", args[0])
+	return errUsage
+}
+
+// vaultFlag registers --vault, defaulting to $STRAIT_VAULT, else ./vault.
+func vaultFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("STRAIT_VAULT")
+	if def == "" {
+		def = defaultVault
+	}
+	return fs.String("vault", def, "vault directory, or single vault file ending in .json; $STRAIT_VAULT sets the default")
+}
+
+// parseWithName parses flags that may come before or after the one positional argument, a key name.
+func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", err
+		}
+		return "", errUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintf(fs.Output(), "%s: missing the key name\n", fs.Name())
+		fs.Usage()
+		return "", errUsage
+	}
+	name := fs.Arg(0)
+	if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the name
+		return "", err
+	}
+	return name, nil
+}
+
+func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys create", stderr)
+	fs.Usage = keysUsage(fs, "create [--vault PATH] NAME",
+		"Creates the key-encryption key NAME (letters, digits, '.', '_', '-') with one version of 32 random bytes.\n"+
+			"Creates the vault if it is missing. Fails if NAME exists: use 'strait keys rotate NAME'.")
+	path := vaultFlag(fs)
+	name, err := parseWithName(fs, args)
+	if err != nil {
+		return err
+	}
+	ki, err := vault.CreateKey(*path, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created key-encryption key %s, version %d, in %s\n", ki.Name, newest(ki).Version, vaultPath(*path))
+	fmt.Fprintln(stdout, "Back up the vault: data encrypted under a key that is lost cannot be decrypted.")
+	return nil
+}
+
+func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys rotate", stderr)
+	fs.Usage = keysUsage(fs, "rotate [--vault PATH] NAME",
+		"Adds a version to the key-encryption key NAME. Gateways using the vault wrap new data keys with it within\n"+
+			"about a second, without a restart (docs/kms.md); older versions still decrypt.")
+	path := vaultFlag(fs)
+	name, err := parseWithName(fs, args)
+	if err != nil {
+		return err
+	}
+	ki, err := vault.RotateKey(*path, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rotated key-encryption key %s: version %d is now the newest, in %s\n", ki.Name, newest(ki).Version, vaultPath(*path))
+	if n := len(ki.Versions) - 1; n == 1 {
+		fmt.Fprintln(stdout, "The previous version stays: data encrypted under it still decrypts.")
+	} else {
+		fmt.Fprintf(stdout, "The %d previous versions stay: data encrypted under them still decrypts.\n", n)
+	}
+	return nil
+}
+
+func runKeysList(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("keys list", stderr)
+	fs.Usage = keysUsage(fs, "list [--vault PATH] [--json]",
+		"Lists the key-encryption keys of the vault: names, versions and creation times. Never key material.")
+	path := vaultFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON: [{\"name\", \"versions\": [{\"version\", \"created\"}]}]")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	keys, err := vault.ListKeys(*path)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type version struct {
+			Version int       `json:"version"`
+			Created time.Time `json:"created"`
+		}
+		type key struct {
+			Name     string    `json:"name"`
+			Versions []version `json:"versions"`
+		}
+		out := []key{}
+		for _, k := range keys {
+			j := key{Name: k.Name}
+			for _, v := range k.Versions {
+				j.Versions = append(j.Versions, version{v.Version, v.Created.UTC()})
+			}
+			out = append(out, j)
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(keys) == 0 {
+		fmt.Fprintf(stderr, "no key-encryption keys in %s; create one with 'strait keys create NAME'\n", vaultPath(*path))
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tCREATED")
+	for _, k := range keys {
+		for i, v := range k.Versions {
+			fmt.Fprintf(tw, "%s\t%d\t%s", k.Name, v.Version, v.Created.UTC().Format(time.RFC3339))
+			if i == len(k.Versions)-1 {
+				fmt.Fprint(tw, "\tnewest") // a cell only here, so that other lines end without padding
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	return tw.Flush()
+}
+
+func newest(ki vault.KeyInfo) vault.VersionInfo { return ki.Versions[len(ki.Versions)-1] }
+
+// vaultPath is how messages name the vault: its absolute path, so that a relative default is not a surprise.
+func vaultPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if strings.ContainsAny(p, " \t\n") {
+		return strconv.Quote(p)
+	}
+	return p
+}
+
+func keysUsage(fs *flag.FlagSet, synopsis, what string) func() {
+	return func() {
+		fmt.Fprintf(fs.Output(), "Usage: strait keys %s\n\n%s\n\nFlags:\n", synopsis, what)
+		fs.PrintDefaults()
+	}
+}

@@ -144,6 +144,7 @@ type run struct {
 	errMu                sync.Mutex
 	errKinds             map[string]int64
 	errCount             atomic.Int64
+	errMeasured          atomic.Int64 // failed produces of measured records
 	firstErr             atomic.Pointer[string]
 	measuring            atomic.Bool
 	stopConsumers        context.CancelFunc
@@ -323,8 +324,14 @@ func (r *run) drive(ctx context.Context, pay *payloads, watch *procstat.Watch) *
 	r.end = r.warmEnd.Add(r.w.Duration)
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
+	// Records carry their own context in franz-go: cancelling it fails
+	// the records still buffered. So records get one that lives through
+	// the drain, and the pacers' sleeps get loadCtx.
+	produceCtx, stopProduce := context.WithCancel(ctx)
+	defer stopProduce()
 
 	var pacers sync.WaitGroup
+	var due int64
 	for i, cl := range r.producers {
 		var sched *stats.Schedule
 		if r.w.Rate > 0 {
@@ -333,11 +340,12 @@ func (r *run) drive(ctx context.Context, pay *payloads, watch *procstat.Watch) *
 			// in lockstep.
 			start := r.t0.Add(time.Duration(i) * interval / time.Duration(n))
 			sched = &stats.Schedule{Start: start, Interval: interval}
+			due += countBetween(start, interval, r.warmEnd, r.end)
 		}
 		pacers.Add(1)
 		go func() {
 			defer pacers.Done()
-			r.pace(loadCtx, cl, sched, pay.clone())
+			r.pace(loadCtx, produceCtx, cl, sched, pay.clone())
 		}()
 	}
 
@@ -448,12 +456,25 @@ loop:
 		closeWindow(stopAt)
 	}
 	started := !stopAt.Before(r.warmEnd)
-	stopLoad()
-	pacers.Wait()
-
-	// Drain: let producers deliver what they hold and consumers catch up.
+	// Drain. An open-loop pacer that fell behind still owes the records
+	// due before the end: it sends them now, each carrying its intended
+	// time, so the tail of a saturated run is measured rather than
+	// dropped. Then producers deliver what they hold and consumers catch
+	// up. All of it is bounded by --drain.
 	drainCtx, cancel := context.WithTimeout(context.Background(), r.w.Drain)
 	defer cancel()
+	pacersDone := make(chan struct{})
+	go func() { pacers.Wait(); close(pacersDone) }()
+	select {
+	case <-pacersDone:
+	case <-drainCtx.Done():
+	case <-ctx.Done():
+	}
+	if drainCtx.Err() != nil {
+		stopProduce() // unblock a pacer waiting for buffer space
+	}
+	stopLoad()
+	<-pacersDone
 	for _, cl := range r.producers {
 		_ = cl.Flush(drainCtx)
 	}
@@ -520,7 +541,7 @@ loop:
 			p.MsCPUPerMBps = p.CPUSeconds * 1000 / measured / mbps
 		}
 	}
-	r.judge(res)
+	r.judge(res, due)
 	if math.IsNaN(measured) {
 		res.DurationS, res.PublishRate, res.ConsumeRate, res.PublishMBps, res.ConsumeMBps = 0, 0, 0, 0, 0
 	}
@@ -541,8 +562,11 @@ func latency(rec *stats.Recorder) result.Latency {
 // judge decides whether the run counts: every group read every measured
 // record (the backlog returned to zero), consumers kept up with producers
 // during measurement, and nothing failed.
-func (r *run) judge(res *result.Kafka) {
+func (r *run) judge(res *result.Kafka, due int64) {
 	var problems []string
+	if missing := due - res.Published - r.errMeasured.Load(); due > 0 && missing > 0 {
+		problems = append(problems, fmt.Sprintf("%d of the %d records due during measurement were never acknowledged: the system (or the generator) fell too far behind to catch up within --drain", missing, due))
+	}
 	if res.DurationS <= 0 || math.IsNaN(res.DurationS) {
 		problems = append(problems, "the run stopped before measurement began")
 	}
@@ -587,7 +611,7 @@ func (r *run) backlog() int64 {
 // time: when the client's buffer is full, Produce blocks, the pacer falls
 // behind, and the records it then sends late carry their earlier intended
 // times.
-func (r *run) pace(ctx context.Context, cl *kgo.Client, sched *stats.Schedule, pay *payloads) {
+func (r *run) pace(ctx, produceCtx context.Context, cl *kgo.Client, sched *stats.Schedule, pay *payloads) {
 	for i := int64(0); ; i++ {
 		var intended time.Time
 		if sched != nil {
@@ -619,11 +643,14 @@ func (r *run) pace(ctx context.Context, cl *kgo.Client, sched *stats.Schedule, p
 		rec := &kgo.Record{Value: pay.next(), Headers: []kgo.RecordHeader{{Key: header, Value: h}}}
 		r.sent.Add(1)
 		measured := r.inMeasurement(intended)
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		cl.Produce(produceCtx, rec, func(_ *kgo.Record, err error) {
 			now := time.Now()
 			if err != nil {
 				if !errors.Is(err, context.Canceled) {
 					r.countError("produce", err)
+					if measured {
+						r.errMeasured.Add(1)
+					}
 				}
 				return
 			}
@@ -691,4 +718,17 @@ func (r *run) progress(now time.Time, pubRate, consRate float64) {
 		// Logs and pipes get a line every 5 s, not every second.
 		fmt.Fprintln(r.opt.Progress, line)
 	}
+}
+
+// countBetween is how many of the times start + i·interval (i >= 0) fall in
+// [from, to).
+func countBetween(start time.Time, interval time.Duration, from, to time.Time) int64 {
+	first := func(t time.Time) int64 { // the first i with start + i·interval >= t
+		if !t.After(start) {
+			return 0
+		}
+		d := t.Sub(start)
+		return int64((d + interval - 1) / interval)
+	}
+	return max(first(to)-first(from), 0)
 }

@@ -97,3 +97,22 @@ func TestWorkloadValidateNamesEveryBadFlag(t *testing.T) {
 		t.Errorf("default workload: %v", err)
 	}
 }
+
+func TestCountBetween(t *testing.T) {
+	s := time.Unix(100, 0)
+	iv := 10 * time.Millisecond
+	for _, tc := range []struct {
+		from, to time.Duration
+		want     int64
+	}{
+		{0, time.Second, 100},
+		{5 * time.Millisecond, 25 * time.Millisecond, 2}, // 10 and 20 ms
+		{10 * time.Millisecond, 20 * time.Millisecond, 1},
+		{-time.Second, 0, 0},
+		{time.Second, time.Second, 0},
+	} {
+		if got := countBetween(s, iv, s.Add(tc.from), s.Add(tc.to)); got != tc.want {
+			t.Errorf("[%v, %v): %d, want %d", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

@@ -62,6 +62,16 @@ var rules = []rule{
 		only: []string{"internal/llm/sse"},
 	},
 	{
+		name: "llm/jsonscan is a JSON scanner and imports nothing of ours",
+		pkgs: []string{"internal/llm/jsonscan"},
+		only: nothing,
+	},
+	{
+		name: "the LLM gateway builds on the LLM packages and telemetry only",
+		pkgs: []string{"internal/llm/gateway"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/telemetry"},
+	},
+	{
 		name: "mockllm is a self-contained test peer and imports nothing of ours",
 		pkgs: []string{"internal/mockllm/..."},
 		only: nothing,

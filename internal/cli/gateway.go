@@ -68,10 +68,12 @@ func buildFilters(cfg *config.Config) (map[string][]filter.Filter, error) {
 	return out, nil
 }
 
-// gateway is a running set of virtual clusters and the admin server.
+// gateway is a running set of virtual clusters, the LLM gateway and the
+// admin server.
 type gateway struct {
 	log   *slog.Logger
 	vcs   []*proxy.VirtualCluster
+	llm   *llmGateway
 	admin *admin.Server
 	drain config.Duration
 }
@@ -150,6 +152,14 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 		}
 		g.vcs = append(g.vcs, vc)
 	}
+	if cfg.LLM != nil {
+		l, err := startLLM(cfg.LLM, reg, log)
+		if err != nil {
+			g.stop(context.Background())
+			return nil, err
+		}
+		g.llm = l
+	}
 	if cfg.Admin.Listen != "" {
 		a, err := admin.Listen(cfg.Admin.Listen, reg, g.ready, log)
 		if err != nil {
@@ -168,6 +178,9 @@ func (g *gateway) ready() error {
 			errs = append(errs, fmt.Errorf("virtual cluster at %v is not accepting connections", vc.Addr()))
 		}
 	}
+	if g.llm != nil {
+		errs = append(errs, g.llm.ready())
+	}
 	return errors.Join(errs...)
 }
 
@@ -178,10 +191,19 @@ func (g *gateway) stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, g.drain.Duration)
 	defer cancel()
 	var errs []error
+	llmDone := make(chan error, 1)
+	if g.llm != nil {
+		go func() { llmDone <- g.llm.stop(ctx) }()
+	} else {
+		llmDone <- nil
+	}
 	for _, vc := range g.vcs {
 		if err := vc.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := <-llmDone; err != nil {
+		errs = append(errs, err)
 	}
 	if g.admin != nil {
 		g.admin.Shutdown(ctx)

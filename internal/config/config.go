@@ -1,6 +1,7 @@
 // Package config loads and validates Strait's YAML configuration: the
 // target clusters, the virtual clusters clients connect to, their filter
-// chains, TLS, logging, the admin listener and shutdown behaviour. It
+// chains, TLS, logging, the admin listener, shutdown behaviour and the LLM
+// gateway (listeners, keys, providers, routes). It
 // expands ${env:NAME} and ${file:PATH} references, decodes strictly,
 // applies defaults and reports every problem at once with file, line and
 // field path. Only internal/cli imports it; it imports nothing of Strait's.
@@ -41,6 +42,8 @@ type Config struct {
 	Clusters map[string]*Cluster `yaml:"clusters"`
 	// VirtualClusters are what clients connect to, in file order.
 	VirtualClusters []*VirtualCluster `yaml:"virtual_clusters"`
+	// LLM configures the LLM gateway; nil when the section is absent.
+	LLM *LLM `yaml:"llm,omitempty"`
 
 	// File is the file name the configuration was loaded from, as given
 	// to Load or Parse; it prefixes error messages.
@@ -312,4 +315,5 @@ func (c *Config) applyDefaults() {
 			vc.NodePorts.End = min(vc.NodePorts.Start+DefaultNodePortCount-1, 65535)
 		}
 	}
+	c.applyLLMDefaults()
 }

@@ -315,6 +315,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if isNull(n) {
 		return
 	}
+	if t == byteSizeType {
+		d.decodeByteSize(n, v, path)
+		return
+	}
 	if t == durationType {
 		if n.Kind != yaml.ScalarNode {
 			d.fail(n, path, fmt.Sprintf("must be a duration such as \"30s\", not %s", kindName(n)))

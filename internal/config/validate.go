@@ -105,7 +105,8 @@ func (c *Config) validate() Errors {
 		v.add("shutdown.drain_timeout", "must not be negative (e.g. 30s)")
 	}
 
-	if len(c.Clusters) == 0 {
+	// A file may configure Kafka, the LLM gateway, or both.
+	if len(c.Clusters) == 0 && (len(c.VirtualClusters) > 0 || c.LLM == nil) {
 		v.add("clusters", `at least one target cluster is required (e.g. clusters: {local: {bootstrap_servers: ["127.0.0.1:9092"]}})`)
 	}
 	names := make([]string, 0, len(c.Clusters))
@@ -117,8 +118,8 @@ func (c *Config) validate() Errors {
 		v.cluster(joinKey("clusters", name), name, c.Clusters[name])
 	}
 
-	if len(c.VirtualClusters) == 0 {
-		v.add("virtual_clusters", `at least one virtual cluster is required (e.g. virtual_clusters: [{name: demo, cluster: local, listen: "127.0.0.1:19092"}])`)
+	if len(c.VirtualClusters) == 0 && c.LLM == nil {
+		v.add("virtual_clusters", `at least one virtual cluster is required (e.g. virtual_clusters: [{name: demo, cluster: local, listen: "127.0.0.1:19092"}]), or an llm section for the LLM gateway`)
 	}
 	infos := make([]vcInfo, len(c.VirtualClusters))
 	seen := map[string]int{}
@@ -126,6 +127,7 @@ func (c *Config) validate() Errors {
 		infos[i] = v.virtualCluster(i, vc, names, seen)
 	}
 	v.crossCheck(infos, admin)
+	v.llm(infos, admin)
 	return v.errs
 }
 

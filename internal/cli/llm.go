@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitgw/strait/internal/config"
+	llmgw "github.com/straitgw/strait/internal/llm/gateway"
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// llmGateway is the running LLM gateway and its listeners.
+type llmGateway struct {
+	g      *llmgw.Gateway
+	served chan error // one value per listener, when its Serve returns
+	n      int
+}
+
+// llmOptions turns the llm section into gateway options.
+func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llmgw.Options, error) {
+	keys, err := l.Keys()
+	if err != nil {
+		return llmgw.Options{}, fmt.Errorf("llm gateway keys: %w", err)
+	}
+	opts := llmgw.Options{
+		MaxBodyBytes: int64(l.MaxBodyBytes),
+		Translate: translate.Options{
+			DefaultMaxTokens: l.Translation.MaxTokensDefault,
+			MaxTokensCap:     l.Translation.MaxTokensCap,
+			Strict:           l.Translation.Strict,
+		},
+		Log:     log,
+		Metrics: llmgw.NewMetrics(reg),
+	}
+	for _, k := range keys {
+		opts.Keys = append(opts.Keys, llmgw.Key{Name: k.Name, SHA256: k.SHA256})
+	}
+	for name, p := range l.Providers {
+		gp := llmgw.Provider{
+			Name:            name,
+			Dialect:         translate.Dialect(p.Dialect),
+			BaseURL:         p.BaseURL,
+			APIKey:          string(p.APIKey),
+			HTTP:            llmgw.HTTPVersion(p.HTTP),
+			MaxConns:        p.MaxConns,
+			ConnectTimeout:  p.ConnectTimeout.Duration,
+			ResponseTimeout: p.ResponseTimeout.Duration,
+			RequestTimeout:  p.RequestTimeout.Duration,
+		}
+		if strings.HasPrefix(p.BaseURL, "https://") {
+			tc, err := p.TLS.Build()
+			if err != nil {
+				return llmgw.Options{}, fmt.Errorf("llm.providers.%s.tls: %w", name, err)
+			}
+			gp.TLS = tc
+		}
+		opts.Providers = append(opts.Providers, gp)
+	}
+	for _, r := range l.Routes {
+		opts.Routes = append(opts.Routes, llmgw.Route{
+			Name: r.RouteName(), Match: r.Match, Provider: r.Provider, Model: r.Model, Models: r.Models,
+		})
+	}
+	return opts, nil
+}
+
+// startLLM starts the LLM gateway on every listener of the llm section.
+func startLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGateway, error) {
+	opts, err := llmOptions(l, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	g, err := llmgw.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	type bound struct {
+		ln    net.Listener
+		spec  llmgw.Listener
+		proto string
+	}
+	var lns []bound
+	fail := func(err error) (*llmGateway, error) {
+		for _, b := range lns {
+			b.ln.Close()
+		}
+		return nil, err
+	}
+	for i, lc := range l.Listeners {
+		var spec llmgw.Listener
+		proto := "TLS: HTTP/1.1 and HTTP/2 by ALPN"
+		if lc.TLS != nil {
+			tc, err := lc.TLS.Build()
+			if err != nil {
+				return fail(fmt.Errorf("llm.listeners[%d].tls: %w", i, err))
+			}
+			spec.TLS = tc
+		} else {
+			spec.HTTP1, spec.H2C = lc.Cleartext()
+			proto = strings.Join(lc.Protocols, ", ")
+		}
+		ln, err := net.Listen("tcp", lc.Listen)
+		if err != nil {
+			return fail(fmt.Errorf("llm listener %s: %w", lc.Listen, err))
+		}
+		lns = append(lns, bound{ln, spec, proto})
+	}
+	lg := &llmGateway{g: g, served: make(chan error, len(lns)), n: len(lns)}
+	for _, b := range lns {
+		go func() {
+			err := g.Serve(b.ln, b.spec)
+			if err != nil {
+				log.Error("llm listener stopped", "addr", b.ln.Addr().String(), "err", err)
+			}
+			lg.served <- err
+		}()
+		log.Info("llm gateway listening", "addr", b.ln.Addr().String(), "protocols", b.proto)
+	}
+	return lg, nil
+}
+
+func (lg *llmGateway) ready() error { return lg.g.Ready() }
+
+// stop drains the LLM gateway: requests in flight, streams included, may
+// finish until ctx is done.
+func (lg *llmGateway) stop(ctx context.Context) error {
+	err := lg.g.Shutdown(ctx)
+	var errs []error
+	for range lg.n {
+		if e := <-lg.served; e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(append(errs, err)...)
+}

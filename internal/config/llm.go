@@ -1,0 +1,626 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of the llm section (docs/llm.md).
+const (
+	DefaultLLMMaxBodyBytes    = 10 << 20 // 10 MiB
+	DefaultLLMMaxTokens       = 4096
+	DefaultLLMMaxConns        = 256
+	DefaultLLMConnectTimeout  = 5 * time.Second
+	DefaultLLMResponseTimeout = 60 * time.Second
+	DefaultLLMRequestTimeout  = 10 * time.Minute
+)
+
+// LLM configures the LLM gateway: listeners clients call with the OpenAI or
+// Anthropic API, the gateway keys they present, the providers Strait calls
+// and the routes from model names to providers.
+type LLM struct {
+	// Listeners are the addresses the gateway serves on.
+	Listeners []*LLMListener `yaml:"listeners"`
+	// APIKeys are the gateway keys clients may present.
+	APIKeys []*LLMAPIKey `yaml:"api_keys,omitempty"`
+	// APIKeysFile names a file of more keys, one "name sha256-hex" per
+	// line; blank lines and lines starting with # are skipped.
+	APIKeysFile string `yaml:"api_keys_file,omitempty"`
+	// MaxBodyBytes is the largest request body accepted.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// Translation tunes requests translated between the dialects.
+	Translation LLMTranslation `yaml:"translation"`
+	// Providers are the upstream APIs, by name.
+	Providers map[string]*LLMProvider `yaml:"providers"`
+	// Routes map model names to providers; the first match wins.
+	Routes []*LLMRoute `yaml:"routes"`
+}
+
+// LLMListener is one LLM gateway listener.
+type LLMListener struct {
+	// Listen is the host:port to serve on.
+	Listen string `yaml:"listen"`
+	// Protocols are the cleartext protocols: http1 and/or h2c (HTTP/2
+	// with prior knowledge). Both by default; not allowed with tls.
+	Protocols []string `yaml:"protocols,omitempty"`
+	// TLS makes the listener TLS, with HTTP/1.1 and HTTP/2 by ALPN.
+	TLS *TLSServer `yaml:"tls,omitempty"`
+}
+
+// LLMAPIKey is a gateway key: its SHA-256 (hex), or the key itself (hashed
+// when the config loads; use a ${env:…} or ${file:…} reference).
+type LLMAPIKey struct {
+	// Name identifies the key in logs.
+	Name   string `yaml:"name"`
+	SHA256 string `yaml:"sha256,omitempty"`
+	Key    Secret `yaml:"key,omitempty"`
+}
+
+// LLMKey is a gateway key as the gateway holds it.
+type LLMKey struct {
+	Name   string
+	SHA256 [sha256.Size]byte
+}
+
+// LLMTranslation tunes translation between the dialects.
+type LLMTranslation struct {
+	// MaxTokensDefault is the max_tokens sent to an Anthropic provider
+	// when an OpenAI client gave none (Anthropic requires one).
+	MaxTokensDefault int `yaml:"max_tokens_default"`
+	// MaxTokensCap, if above 0, caps max_tokens sent to Anthropic.
+	MaxTokensCap int `yaml:"max_tokens_cap,omitempty"`
+	// Strict rejects request fields that have no equivalent in the
+	// provider's dialect instead of dropping them.
+	Strict bool `yaml:"strict,omitempty"`
+}
+
+// LLMProvider is an upstream LLM API.
+type LLMProvider struct {
+	// Name is the provider's key under providers; not read from YAML.
+	Name string `yaml:"-"`
+	// Dialect is openai or anthropic.
+	Dialect string `yaml:"dialect"`
+	// BaseURL is http(s)://host[:port][/prefix]; Strait appends
+	// /v1/chat/completions or /v1/messages.
+	BaseURL string `yaml:"base_url"`
+	// APIKey is the provider's key; empty sends none.
+	APIKey Secret `yaml:"api_key,omitempty"`
+	// HTTP is h1, h2c (http:// only) or h2 (https:// only); empty means
+	// HTTP/1.1 for http:// and HTTP/2 or 1.1 by ALPN for https://.
+	HTTP string `yaml:"http,omitempty"`
+	// TLS tunes https:// connections.
+	TLS *LLMProviderTLS `yaml:"tls,omitempty"`
+	// MaxConns bounds the connections open to the provider.
+	MaxConns int `yaml:"max_conns"`
+	// ConnectTimeout bounds opening one connection.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// ResponseTimeout bounds the wait for the first byte of a response.
+	ResponseTimeout Duration `yaml:"response_timeout"`
+	// RequestTimeout bounds a whole request, streams included.
+	RequestTimeout Duration `yaml:"request_timeout"`
+}
+
+// LLMProviderTLS tunes TLS toward a provider; https:// turns TLS on.
+type LLMProviderTLS struct {
+	CAFile             string `yaml:"ca_file,omitempty"`
+	CertFile           string `yaml:"cert_file,omitempty"`
+	KeyFile            string `yaml:"key_file,omitempty"`
+	ServerName         string `yaml:"server_name,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify,omitempty"`
+}
+
+// LLMRoute sends the models Match matches to Provider.
+type LLMRoute struct {
+	// Name labels the route in metrics and logs; Match by default.
+	Name string `yaml:"name,omitempty"`
+	// Match is a model name or a glob ('*' any run of characters, '?'
+	// one character).
+	Match string `yaml:"match"`
+	// Provider is a key under providers.
+	Provider string `yaml:"provider"`
+	// Model, if set, is the model name sent to the provider instead.
+	Model string `yaml:"model,omitempty"`
+	// Models are the names GET /v1/models lists for the route.
+	Models []string `yaml:"models,omitempty"`
+}
+
+// Secret is a setting that is never shown: printing or marshalling it
+// gives "[redacted]". Use string(s) for the value.
+type Secret string
+
+func (s Secret) String() string   { return "[redacted]" }
+func (s Secret) GoString() string { return `"[redacted]"` }
+
+// MarshalYAML redacts the secret.
+func (s Secret) MarshalYAML() (any, error) {
+	if s == "" {
+		return "", nil
+	}
+	return "[redacted]", nil
+}
+
+// ByteSize is a size in bytes, written as a whole number or with a unit:
+// B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+type ByteSize int64
+
+// MarshalYAML writes the size as a number of bytes.
+func (b ByteSize) MarshalYAML() (any, error) { return int64(b), nil }
+
+var byteSizeType = reflect.TypeFor[ByteSize]()
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
+}
+
+// parseByteSize parses "10MiB", "512KB", "1048576". Its errors follow the
+// value in a message.
+func parseByteSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	num := s
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errors.New(`is not a size: write a whole number of bytes or one with a unit, such as "10MiB" or "512KB"`)
+	}
+	if n > (1<<62)/mult {
+		return 0, errors.New("is too large")
+	}
+	return n * mult, nil
+}
+
+// decodeByteSize is the decoder's case for ByteSize.
+func (d *decoder) decodeByteSize(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, path, fmt.Sprintf("must be a size such as \"10MiB\", not %s", kindName(n)))
+		return
+	}
+	size, err := parseByteSize(n.Value)
+	if err != nil {
+		d.fail(n, path, d.show(n)+" "+err.Error())
+		return
+	}
+	v.SetInt(size)
+}
+
+// Build returns the TLS configuration for an https:// provider.
+func (t *LLMProviderTLS) Build() (*tls.Config, error) {
+	if t == nil {
+		return (&TLSClient{Enabled: true}).Build()
+	}
+	return (&TLSClient{
+		Enabled: true, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify,
+	}).Build()
+}
+
+// Keys returns every gateway key: the api_keys entries (a key given in
+// clear is hashed here) and the lines of api_keys_file.
+func (l *LLM) Keys() ([]LLMKey, error) {
+	var keys []LLMKey
+	var errs []error
+	for i, k := range l.APIKeys {
+		if k == nil {
+			continue
+		}
+		sum, err := k.hash()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("api_keys[%d]: %w", i, err))
+			continue
+		}
+		keys = append(keys, LLMKey{Name: k.Name, SHA256: sum})
+	}
+	if l.APIKeysFile != "" {
+		fk, err := readKeysFile(l.APIKeysFile)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		keys = append(keys, fk...)
+	}
+	return keys, errors.Join(errs...)
+}
+
+func (k *LLMAPIKey) hash() ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	switch {
+	case k.SHA256 != "" && k.Key != "":
+		return sum, errors.New("give sha256 or key, not both")
+	case k.Key != "":
+		return sha256.Sum256([]byte(k.Key)), nil
+	case k.SHA256 == "":
+		return sum, errors.New("give the key's sha256 (printf %s KEY | sha256sum) or key: ${env:NAME}")
+	}
+	b, err := hex.DecodeString(k.SHA256)
+	if err != nil || len(b) != sha256.Size {
+		return sum, errors.New("sha256 must be 64 hexadecimal digits (printf %s KEY | sha256sum)")
+	}
+	copy(sum[:], b)
+	return sum, nil
+}
+
+// readKeysFile reads "name sha256-hex" lines. Errors name the file and
+// line, never a key.
+func readKeysFile(path string) ([]LLMKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read api_keys_file %s: %s; check the path and its permissions", path, fileErrReason(err))
+	}
+	var keys []LLMKey
+	var errs []error
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		k := &LLMAPIKey{SHA256: f[len(f)-1]}
+		if len(f) == 2 {
+			k.Name = f[0]
+		}
+		sum, err := k.hash()
+		switch {
+		case len(f) != 2:
+			errs = append(errs, fmt.Errorf("%s:%d: want \"name sha256-hex\", found %d fields", path, line, len(f)))
+		case !nameRE.MatchString(k.Name):
+			errs = append(errs, fmt.Errorf("%s:%d: %q is not a valid key name: use only letters, digits, '_', '.' and '-'", path, line, k.Name))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
+		default:
+			keys = append(keys, LLMKey{Name: k.Name, SHA256: sum})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("reading api_keys_file %s: %w", path, err))
+	}
+	return keys, errors.Join(errs...)
+}
+
+// RouteName is the route's metric label: its name, or else its match.
+func (r *LLMRoute) RouteName() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Match
+}
+
+// Cleartext reports which cleartext protocols a listener speaks.
+func (l *LLMListener) Cleartext() (http1, h2c bool) {
+	for _, p := range l.Protocols {
+		switch p {
+		case "http1":
+			http1 = true
+		case "h2c":
+			h2c = true
+		}
+	}
+	return http1, h2c
+}
+
+func (c *Config) applyLLMDefaults() {
+	l := c.LLM
+	if l == nil {
+		return
+	}
+	if !c.set["llm.max_body_bytes"] && l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = DefaultLLMMaxBodyBytes
+	}
+	if !c.set["llm.translation.max_tokens_default"] && l.Translation.MaxTokensDefault == 0 {
+		l.Translation.MaxTokensDefault = DefaultLLMMaxTokens
+	}
+	for i, ln := range l.Listeners {
+		if ln == nil {
+			continue
+		}
+		p := joinIndex("llm.listeners", i)
+		if ln.TLS == nil && !c.set[p+".protocols"] && len(ln.Protocols) == 0 {
+			ln.Protocols = []string{"http1", "h2c"}
+		}
+		if ln.TLS != nil {
+			if ln.TLS.ClientAuth == "" {
+				ln.TLS.ClientAuth = DefaultClientAuth
+			}
+			if ln.TLS.MinVersion == "" {
+				ln.TLS.MinVersion = DefaultMinVersion
+			}
+		}
+	}
+	for name, pr := range l.Providers {
+		if pr == nil {
+			continue
+		}
+		pr.Name = name
+		p := joinKey("llm.providers", name)
+		if !c.set[p+".max_conns"] && pr.MaxConns == 0 {
+			pr.MaxConns = DefaultLLMMaxConns
+		}
+		if !c.set[p+".connect_timeout"] && pr.ConnectTimeout.Duration == 0 {
+			pr.ConnectTimeout.Duration = DefaultLLMConnectTimeout
+		}
+		if !c.set[p+".response_timeout"] && pr.ResponseTimeout.Duration == 0 {
+			pr.ResponseTimeout.Duration = DefaultLLMResponseTimeout
+		}
+		if !c.set[p+".request_timeout"] && pr.RequestTimeout.Duration == 0 {
+			pr.RequestTimeout.Duration = DefaultLLMRequestTimeout
+		}
+	}
+}
+
+// llm checks the llm section; others are the addresses already taken (the
+// admin listener and the virtual clusters), for clashes.
+func (v *validator) llm(infos []vcInfo, admin vcInfo) {
+	l := v.c.LLM
+	if l == nil {
+		return
+	}
+	c := v.c
+	const lp = "llm.listeners"
+	if len(l.Listeners) == 0 {
+		v.add(lp, `at least one listener is required (e.g. listeners: [{listen: "127.0.0.1:8080"}])`)
+	}
+	var mine []vcInfo
+	for i, ln := range l.Listeners {
+		p := joinIndex(lp, i)
+		if ln == nil {
+			v.add(p, "is empty: set listen")
+			continue
+		}
+		var info vcInfo
+		if ln.Listen == "" {
+			v.add(p+".listen", "is required: the host:port clients call (e.g. 127.0.0.1:8080)")
+		} else {
+			info.host, info.port, info.listenOK = v.hostPort(p+".listen", ln.Listen, false, "127.0.0.1:8080")
+		}
+		if ln.TLS != nil && len(ln.Protocols) > 0 {
+			v.add(p+".protocols", "is for cleartext listeners: a TLS listener speaks HTTP/1.1 and HTTP/2 by ALPN; remove protocols")
+		}
+		seen := map[string]bool{}
+		for j, proto := range ln.Protocols {
+			pp := joinIndex(p+".protocols", j)
+			if v.oneOf(pp, proto, "http1", "h2c") && seen[proto] {
+				v.add(pp, fmt.Sprintf("%q is listed twice", proto))
+			}
+			seen[proto] = true
+		}
+		if ln.TLS == nil && len(ln.Protocols) == 0 && c.set[p+".protocols"] {
+			v.add(p+".protocols", "is empty: list http1, h2c or both (or leave protocols out for both)")
+		}
+		v.tlsServer(p+".tls", ln.TLS)
+		if info.listenOK {
+			v.llmClash(p+".listen", info, mine, infos, admin)
+		}
+		mine = append(mine, info)
+	}
+
+	v.llmKeys(l)
+	if l.MaxBodyBytes <= 0 {
+		v.add("llm.max_body_bytes", fmt.Sprintf("must be greater than 0 (the default is %d, 10MiB)", DefaultLLMMaxBodyBytes))
+	}
+	if l.Translation.MaxTokensDefault < 1 {
+		v.add("llm.translation.max_tokens_default", fmt.Sprintf("must be at least 1 (the default is %d)", DefaultLLMMaxTokens))
+	}
+	if l.Translation.MaxTokensCap < 0 {
+		v.add("llm.translation.max_tokens_cap", "must not be negative (0 means no cap)")
+	}
+
+	names := make([]string, 0, len(l.Providers))
+	for name := range l.Providers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		v.add("llm.providers", `at least one provider is required (e.g. providers: {openai: {dialect: openai, base_url: "https://api.openai.com", api_key: "${env:OPENAI_API_KEY}"}})`)
+	}
+	for _, name := range names {
+		v.llmProvider(joinKey("llm.providers", name), name, l.Providers[name])
+	}
+	v.llmRoutes(l, names)
+}
+
+// llmClash reports a listener address already taken.
+func (v *validator) llmClash(path string, me vcInfo, mine, vcs []vcInfo, admin vcInfo) {
+	for i, o := range mine {
+		if o.listenOK && o.port == me.port && sameHost(o.host, me.host) {
+			v.add(path, fmt.Sprintf("port %d is also the listen port of llm.listeners[%d]: give each listener its own", me.port, i))
+		}
+	}
+	if admin.listenOK && admin.port == me.port && sameHost(admin.host, me.host) {
+		v.add(path, fmt.Sprintf("port %d is also the admin listener's: use another port", me.port))
+	}
+	for j, b := range vcs {
+		if !sameHost(b.host, me.host) {
+			continue
+		}
+		if b.listenOK && b.port == me.port {
+			v.add(path, fmt.Sprintf("port %d is also the listen port of virtual_clusters[%d]: use another port", me.port, j))
+		}
+		if b.rangeOK && b.start <= me.port && me.port <= b.end {
+			v.add(path, fmt.Sprintf("port %d is inside node_ports %d-%d of virtual_clusters[%d]: use a port outside that range", me.port, b.start, b.end, j))
+		}
+	}
+}
+
+func (v *validator) llmKeys(l *LLM) {
+	const kp = "llm.api_keys"
+	seen := map[string]string{}
+	byHash := map[[sha256.Size]byte]string{}
+	for i, k := range l.APIKeys {
+		p := joinIndex(kp, i)
+		if k == nil {
+			v.add(p, "is empty: set name and sha256 (or key)")
+			continue
+		}
+		switch {
+		case k.Name == "":
+			v.add(p+".name", "is required: name the key, for the access log (e.g. name: team-a)")
+		case !nameRE.MatchString(k.Name):
+			v.add(p+".name", v.c.show(p+".name", k.Name)+" is not a valid name: use only letters, digits, '_', '.' and '-'")
+		case seen[k.Name] != "":
+			v.add(p+".name", fmt.Sprintf("%q is already the name of %s: names must be unique", k.Name, seen[k.Name]))
+		default:
+			seen[k.Name] = p
+		}
+		sum, err := k.hash()
+		if err != nil {
+			field := ".sha256"
+			if k.SHA256 == "" && k.Key == "" {
+				field = ""
+			}
+			v.add(p+field, err.Error())
+			continue
+		}
+		if other, dup := byHash[sum]; dup {
+			v.add(p, fmt.Sprintf("is the same key as %s: give each client its own key", other))
+		}
+		byHash[sum] = p
+	}
+	n := len(l.APIKeys)
+	if l.APIKeysFile != "" {
+		keys, err := readKeysFile(l.APIKeysFile)
+		if err != nil {
+			v.add("llm.api_keys_file", err.Error())
+		}
+		for _, k := range keys {
+			if seen[k.Name] != "" {
+				v.add("llm.api_keys_file", fmt.Sprintf("key name %q is already the name of %s: names must be unique", k.Name, seen[k.Name]))
+			}
+			seen[k.Name] = "a key in api_keys_file"
+		}
+		n += len(keys)
+		if err == nil && len(keys) == 0 {
+			v.add("llm.api_keys_file", fmt.Sprintf("%s holds no keys: add \"name sha256-hex\" lines", l.APIKeysFile))
+		}
+	}
+	if n == 0 && !v.c.isBad("llm.api_keys_file") {
+		v.add(kp, `at least one gateway key is required: clients must present one (e.g. api_keys: [{name: demo, key: "${env:STRAIT_LLM_KEY}"}])`)
+	}
+}
+
+func (v *validator) llmProvider(p, name string, pr *LLMProvider) {
+	if !nameRE.MatchString(name) {
+		v.add(p, fmt.Sprintf("%q is not a valid provider name: use only letters, digits, '_', '.' and '-'", name))
+	}
+	if pr == nil {
+		v.add(p, "has no settings: set dialect and base_url")
+		return
+	}
+	v.oneOf(p+".dialect", pr.Dialect, "openai", "anthropic")
+	tlsOn := false
+	bp := p + ".base_url"
+	if pr.BaseURL == "" {
+		v.add(bp, "is required: the provider's address, e.g. https://api.openai.com or http://127.0.0.1:8000")
+	} else if u, err := url.Parse(pr.BaseURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" || u.Fragment != "" {
+		v.add(bp, v.c.show(bp, pr.BaseURL)+" is not a base URL: write http(s)://host[:port][/prefix], e.g. https://api.anthropic.com")
+	} else {
+		tlsOn = u.Scheme == "https"
+		if strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+			v.add(bp, v.c.show(bp, pr.BaseURL)+" ends in /v1, but Strait appends /v1/chat/completions or /v1/messages itself: leave /v1 out")
+		}
+	}
+	if v.oneOf(p+".http", pr.HTTP, "", "h1", "h2c", "h2") && pr.BaseURL != "" {
+		switch {
+		case pr.HTTP == "h2c" && tlsOn:
+			v.add(p+".http", "h2c is HTTP/2 without TLS, but base_url is https://: use h2, or an http:// base_url")
+		case pr.HTTP == "h2" && !tlsOn && !v.c.isBad(bp):
+			v.add(p+".http", "h2 is HTTP/2 over TLS, but base_url is http://: use h2c, or an https:// base_url")
+		}
+	}
+	if t := pr.TLS; t != nil {
+		if !tlsOn && !v.c.isBad(bp) {
+			v.add(p+".tls", "is only used with an https:// base_url: remove it, or use https://")
+		}
+		switch {
+		case t.CertFile == "" && t.KeyFile != "":
+			v.add(p+".tls.cert_file", "is required when key_file is set")
+		case t.CertFile != "" && t.KeyFile == "":
+			v.add(p+".tls.key_file", "is required when cert_file is set")
+		case t.CertFile != "":
+			v.keyPair(p+".tls", t.CertFile, t.KeyFile)
+		}
+		if t.CAFile != "" {
+			v.caFile(p+".tls.ca_file", t.CAFile)
+		}
+	}
+	if pr.MaxConns < 1 {
+		v.add(p+".max_conns", fmt.Sprintf("must be at least 1 (the default is %d)", DefaultLLMMaxConns))
+	}
+	for _, d := range []struct {
+		key string
+		val time.Duration
+		eg  string
+	}{
+		{"connect_timeout", pr.ConnectTimeout.Duration, "5s"},
+		{"response_timeout", pr.ResponseTimeout.Duration, "60s"},
+		{"request_timeout", pr.RequestTimeout.Duration, "10m"},
+	} {
+		if d.val <= 0 {
+			v.add(p+"."+d.key, "must be greater than zero (e.g. "+d.eg+")")
+		}
+	}
+}
+
+func (v *validator) llmRoutes(l *LLM, providers []string) {
+	const rp = "llm.routes"
+	if len(l.Routes) == 0 {
+		v.add(rp, `at least one route is required (e.g. routes: [{match: "gpt-*", provider: openai}])`)
+	}
+	known := "no providers are defined under llm.providers"
+	if len(providers) > 0 {
+		known = "known providers: " + strings.Join(providers, ", ")
+	}
+	names := map[string]int{}
+	matches := map[string]int{}
+	for i, r := range l.Routes {
+		p := joinIndex(rp, i)
+		if r == nil {
+			v.add(p, "is empty: set match and provider")
+			continue
+		}
+		if r.Match == "" {
+			v.add(p+".match", `is required: a model name or a glob such as "gpt-*"`)
+		} else if j, dup := matches[r.Match]; dup {
+			v.add(p+".match", fmt.Sprintf("%q is also the match of llm.routes[%d], which comes first, so this route would never be used", r.Match, j))
+		} else {
+			matches[r.Match] = i
+		}
+		if name := r.RouteName(); name != "" {
+			if j, dup := names[name]; dup && r.Match != l.Routes[j].Match {
+				v.add(p+".name", fmt.Sprintf("%q is already the name of llm.routes[%d]: route names must be unique", name, j))
+			}
+			names[name] = i
+		}
+		if r.Provider == "" {
+			v.add(p+".provider", "is required: name the provider that serves this route ("+known+")")
+		} else if _, ok := l.Providers[r.Provider]; !ok {
+			v.add(p+".provider", fmt.Sprintf("%s is not defined under llm.providers (%s)", v.c.show(p+".provider", r.Provider), known))
+		}
+		for j, m := range r.Models {
+			if strings.TrimSpace(m) == "" {
+				v.add(joinIndex(p+".models", j), "is empty: give a model name")
+			}
+		}
+	}
+}

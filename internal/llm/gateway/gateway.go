@@ -1,0 +1,311 @@
+// Package gateway is Strait's LLM gateway runtime: HTTP listeners that speak
+// the OpenAI chat-completions and Anthropic messages APIs to clients, client
+// authentication by gateway keys, routing by model name to providers of
+// either dialect, and the relay between them.
+//
+// When the client's dialect is the provider's, a request takes the fast
+// path: only the top-level "model" and "stream" members are read
+// (jsonscan), the model is spliced in when a route renames it, and the body
+// and the response (JSON or event stream) are forwarded as bytes. Across
+// dialects the translate package converts requests, responses, errors and
+// streams.
+//
+// Every request is timed stage by stage (see Stage), so that the time spent
+// inside the gateway is measured rather than estimated; the overhead (total
+// time minus time blocked on the provider) is sent back in a header and,
+// on request, a per-stage trace.
+//
+// It builds on jsonscan, sse, translate and telemetry-level libraries. It
+// never imports the config (the CLI turns the config into Options) or a
+// mock provider.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/h2c"
+
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// DefaultMaxBodyBytes is the largest request body accepted when
+// Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 10 << 20
+
+// maxResponseBytes bounds a non-streaming provider response held in memory
+// (a streamed one is relayed event by event, each bounded by the sse
+// reader).
+const maxResponseBytes = 64 << 20
+
+// maxErrorBytes bounds the provider error body read for mapping.
+const maxErrorBytes = 1 << 20
+
+// Options configure a Gateway.
+type Options struct {
+	// Providers are the upstream APIs, by unique name.
+	Providers []Provider
+	// Routes are tried in order; the first whose Match matches the
+	// requested model wins.
+	Routes []Route
+	// Keys are the gateway keys clients may present. At least one is
+	// required.
+	Keys []Key
+	// MaxBodyBytes is the largest request body accepted (413 above it);
+	// 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Translate tunes cross-dialect request translation.
+	Translate translate.Options
+	// Log receives the access log (one Info line per request) and errors;
+	// nil discards them.
+	Log *slog.Logger
+	// Metrics records the gateway's metrics; nil records into a private
+	// registry nobody reads.
+	Metrics *Metrics
+}
+
+// Key is a gateway key a client may present, stored as its SHA-256 hash.
+type Key struct {
+	// Name identifies the key in logs; it is not secret.
+	Name string
+	// SHA256 is the hash of the key (see HashKey).
+	SHA256 [sha256.Size]byte
+}
+
+// HashKey returns the SHA-256 of a gateway key, the form Key holds.
+func HashKey(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
+
+// Listener describes the protocols one listener speaks.
+type Listener struct {
+	// HTTP1 and H2C select the cleartext protocols: HTTP/1.1, and HTTP/2
+	// without TLS with prior knowledge (RFC 9113 section 3.3). Leaving both
+	// false means both. With both, an HTTP/1.1 request may also upgrade
+	// to h2c (RFC 7540 section 3.2).
+	HTTP1, H2C bool
+	// TLS, if set, makes the listener TLS with HTTP/1.1 and HTTP/2 chosen by
+	// ALPN; HTTP1 and H2C are then ignored. It needs a certificate.
+	TLS *tls.Config
+}
+
+// Gateway is the LLM gateway: a handler shared by any number of listeners.
+type Gateway struct {
+	providers map[string]*provider
+	routes    []*route
+	keys      []Key
+	maxBody   int64
+	topts     translate.Options
+	log       *slog.Logger
+	m         *Metrics
+	models    modelList
+	series    sync.Map // seriesKey -> *series
+	paths     [2]pathSeries
+
+	// baseCtx is the parent of every request's context; cancelling it
+	// (when a drain times out) aborts every request still running.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	mu       sync.Mutex
+	servers  map[*http.Server]bool
+	closed   bool
+	draining atomic.Bool
+	inflight atomic.Int64
+}
+
+// New checks opts and returns a Gateway. It opens no connection: providers
+// are dialled on first use.
+func New(opts Options) (*Gateway, error) {
+	if len(opts.Keys) == 0 {
+		return nil, errors.New("llm gateway: no gateway keys: every request would be refused; give at least one Key")
+	}
+	g := &Gateway{
+		providers: map[string]*provider{},
+		keys:      opts.Keys,
+		maxBody:   opts.MaxBodyBytes,
+		topts:     opts.Translate,
+		log:       opts.Log,
+		m:         opts.Metrics,
+		servers:   map[*http.Server]bool{},
+	}
+	if g.maxBody <= 0 {
+		g.maxBody = DefaultMaxBodyBytes
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if g.m == nil {
+		g.m = NewMetrics(nil)
+	}
+	var errs []error
+	for i := range opts.Providers {
+		p, err := newProvider(opts.Providers[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := g.providers[p.Name]; dup {
+			errs = append(errs, fmt.Errorf("provider %q is defined twice", p.Name))
+			continue
+		}
+		g.providers[p.Name] = p
+	}
+	for i, r := range opts.Routes {
+		rt, err := newRoute(i, r, g.providers)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		g.routes = append(g.routes, rt)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("llm gateway: %w", err)
+	}
+	g.models = newModelList(g.routes, time.Now())
+	g.initSeries()
+	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// Handler returns the gateway's HTTP handler, for serving it from a server
+// of the caller's (httptest, say). Serve serves the same handler.
+func (g *Gateway) Handler() http.Handler { return g }
+
+// maxConcurrentStreams bounds the requests one HTTP/2 connection may have
+// in flight.
+const maxConcurrentStreams = 10000
+
+// Serve accepts connections on ln until Shutdown, speaking the protocols l
+// selects. It returns nil after Shutdown, or the error that stopped it.
+func (g *Gateway) Serve(ln net.Listener, l Listener) error {
+	srv := &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return g.baseCtx },
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+		Protocols:         new(http.Protocols),
+	}
+	if l.TLS != nil {
+		srv.TLSConfig = l.TLS.Clone()
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
+	} else {
+		h1, h2 := l.HTTP1, l.H2C
+		if !h1 && !h2 {
+			h1, h2 = true, true
+		}
+		srv.Protocols.SetHTTP1(h1)
+		srv.Protocols.SetUnencryptedHTTP2(h2)
+		if h1 && h2 {
+			// net/http speaks h2c with prior knowledge itself; the
+			// HTTP/1.1 "Upgrade: h2c" handshake (RFC 7540 section 3.2,
+			// which clients such as curl --http2 still use) needs x/net.
+			srv.Handler = h2c.NewHandler(g, &http2.Server{MaxConcurrentStreams: maxConcurrentStreams})
+		}
+	}
+	// Many slow requests share a few HTTP/2 connections when clients
+	// multiplex: the default of 250 streams per connection would queue
+	// them in the client.
+	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		ln.Close()
+		return errors.New("llm gateway: Serve called after Shutdown")
+	}
+	g.servers[srv] = true
+	g.mu.Unlock()
+
+	var err error
+	if l.TLS != nil {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	g.mu.Lock()
+	delete(g.servers, srv)
+	g.mu.Unlock()
+	return err
+}
+
+// Ready reports nil while the gateway serves on at least one listener and is
+// not draining, or why not.
+func (g *Gateway) Ready() error {
+	if g.draining.Load() {
+		return errors.New("the LLM gateway is draining")
+	}
+	g.mu.Lock()
+	n := len(g.servers)
+	g.mu.Unlock()
+	if n == 0 {
+		return errors.New("the LLM gateway has no listener serving")
+	}
+	return nil
+}
+
+// InFlight returns how many requests are being handled now.
+func (g *Gateway) InFlight() int { return int(g.inflight.Load()) }
+
+// Shutdown stops accepting connections, lets requests in flight (streams
+// included) finish until ctx is done, then aborts the rest: their provider
+// requests are cancelled and streaming clients get the dialect's error
+// event. It returns an error naming how many requests were aborted.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.draining.Store(true)
+	g.mu.Lock()
+	g.closed = true
+	servers := make([]*http.Server, 0, len(g.servers))
+	for s := range g.servers {
+		servers = append(servers, s)
+	}
+	g.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() { s.Shutdown(ctx) })
+	}
+	wg.Wait()
+	// Then wait for every handler still running, whatever its protocol.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for g.inflight.Load() > 0 && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+	var err error
+	if n := g.inflight.Load(); n > 0 {
+		err = fmt.Errorf("llm gateway: drain timed out with %d requests in flight; they were aborted", n)
+	}
+	// Cancelling the base context aborts the provider requests still
+	// running; their handlers then send the client the dialect's error (or
+	// error event) and return. Give them a moment before closing the
+	// connections under them.
+	g.cancelBase()
+	for i := 0; i < 200 && g.inflight.Load() > 0; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, s := range servers {
+		s.Close()
+	}
+	for _, p := range g.providers {
+		p.closeIdle()
+	}
+	return err
+}

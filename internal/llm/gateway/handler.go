@@ -1,0 +1,944 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
+	"github.com/straitgw/strait/internal/llm/sse"
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// Error kinds: the kind label of strait_llm_errors_total and the error
+// attribute of the access log.
+const (
+	errAuth             = "auth"
+	errBadRequest       = "bad_request"
+	errTooLarge         = "too_large"
+	errNotFound         = "not_found"
+	errMethod           = "method"
+	errNoRoute          = "no_route"
+	errUnsupported      = "unsupported"
+	errTranslate        = "translate"
+	errUpstreamConnect  = "upstream_connect"
+	errUpstreamTimeout  = "upstream_timeout"
+	errUpstreamStatus   = "upstream_status"
+	errUpstreamProtocol = "upstream_protocol"
+	errStream           = "stream"
+	errClientGone       = "client_gone"
+	errShutdown         = "shutdown"
+	errInternal         = "internal"
+)
+
+// Neutral error kinds of translate.Error.
+const (
+	kindInvalidRequest  = "invalid_request"
+	kindAuthentication  = "authentication"
+	kindNotFound        = "not_found"
+	kindRequestTooLarge = "request_too_large"
+	kindAPIError        = "api_error"
+	kindOverloaded      = "overloaded"
+	kindTimeout         = "timeout"
+)
+
+// statusClientClosed is logged and counted when the client went away
+// before it could be answered (nginx's convention; never sent).
+const statusClientClosed = 499
+
+// afterTerminator is how long a provider may take to end its response
+// after the stream's terminator before the gateway stops reading.
+const afterTerminator = 2 * time.Second
+
+// The phases of an exchange's timer.
+const (
+	phaseResponse int32 = iota // waiting for the first byte
+	phaseRequest               // the rest of the request
+	phaseOver                  // after a stream's terminator
+)
+
+// timedOut runs when the exchange's timer fires: it cancels the provider
+// request with the cause of the current phase.
+func (x *exchange) timedOut() {
+	switch x.phase.Load() {
+	case phaseResponse:
+		x.cancel(errResponseTimeout)
+	case phaseRequest:
+		x.cancel(errRequestTimeout)
+	default:
+		x.cancel(errStreamOver)
+	}
+}
+
+// gotFirstByte moves the timer from response_timeout to what is left of
+// request_timeout.
+func (x *exchange) gotFirstByte() {
+	x.firstByte = true
+	if x.timer == nil || !x.phase.CompareAndSwap(phaseResponse, phaseRequest) {
+		return
+	}
+	if x.timer.Stop() {
+		x.timer.Reset(max(x.reqEnd-x.clock(), 0))
+	}
+}
+
+// Causes of an upstream request's cancellation.
+var (
+	errResponseTimeout = errors.New("response timeout")
+	errRequestTimeout  = errors.New("request timeout")
+	errStreamOver      = errors.New("stream over")
+)
+
+type operation uint8
+
+const (
+	opNone operation = iota
+	opChat
+	opMessages
+	opCountTokens
+	opModels
+	opModel
+)
+
+// exchange is one request's state, from arrival to the access log line.
+type exchange struct {
+	g *Gateway
+	r *http.Request
+	w respWriter
+	// start is when the request arrived; every other instant is kept as
+	// the time since start, which costs one clock read (time.Since) where
+	// time.Now costs two.
+	start time.Time
+	mark  time.Duration // end of the last stage
+
+	client translate.Dialect
+	op     operation
+	key    string // the gateway key's name
+	model  string // as the client asked
+	stream bool
+	rt     *route
+	label  string // model metric label
+	trans  bool   // translated across dialects
+	trace  bool
+
+	stages       [numStages]time.Duration
+	reached      uint16        // bit per Stage seen
+	upstreamWait time.Duration // request written -> response headers
+	recvWait     time.Duration // blocked reading the provider's body
+	firstEvent   time.Duration // streams: start -> first event sent
+
+	upCtx  context.Context
+	cancel context.CancelCauseFunc
+	// timer enforces the provider's timeouts, one at a time (see
+	// phase): response_timeout until the first byte, then
+	// request_timeout, then the grace after a stream's terminator.
+	timer     *time.Timer
+	phase     atomic.Int32
+	firstByte bool
+	reqEnd    time.Duration // clock reading at which request_timeout ends
+	sendStart time.Duration
+	// wrote is when the request was fully written, in nanoseconds since
+	// start (0: not yet). The transport reports it from its own goroutine,
+	// possibly after RoundTrip has returned.
+	wrote atomic.Int64
+	ct    httptrace.ClientTrace
+
+	usage          translate.Usage
+	upstreamStatus int
+	dropped        []string
+	errKind        string
+	errMsg         string
+}
+
+// ServeHTTP handles one client request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.inflight.Add(1)
+	g.m.InFlight.Inc()
+	x := &exchange{g: g, r: r, start: time.Now()}
+	x.w.rw, x.w.start = w, x.start
+	defer g.finish(x)
+	defer x.recoverPanic()
+	x.serve()
+}
+
+// recoverPanic turns a panic into a 500 in the client's dialect, or, once
+// the response has started, into an aborted response, which the client
+// sees as an error rather than as a clean end.
+func (x *exchange) recoverPanic() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	x.g.log.Error("llm request panicked", "panic", v, "path", x.r.URL.Path, "stack", string(debug.Stack()))
+	if x.w.status != 0 {
+		x.errKind, x.errMsg = errInternal, fmt.Sprint("panic: ", v)
+		panic(http.ErrAbortHandler)
+	}
+	x.fail(errInternal, &translate.Error{Status: 500, Kind: kindAPIError, Message: "internal error in the gateway; its log has the details"})
+}
+
+func (x *exchange) serve() {
+	r := x.r
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		x.client, x.op = translate.OpenAI, opChat
+	case "/v1/messages":
+		x.client, x.op = translate.Anthropic, opMessages
+	case "/v1/messages/count_tokens":
+		x.client, x.op = translate.Anthropic, opCountTokens
+	case "/v1/models":
+		x.client, x.op = guessDialect(r), opModels
+	default:
+		x.client = guessDialect(r)
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && id != "" {
+			x.op = opModel
+		}
+	}
+	x.trace = r.Header.Get(TraceHeader) == "1"
+	if !x.authenticate() {
+		return
+	}
+	want := http.MethodPost
+	switch x.op {
+	case opNone:
+		x.fail(errNotFound, &translate.Error{Status: 404, Kind: kindNotFound,
+			Message: fmt.Sprintf("no such endpoint: %s %s; this gateway serves POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models", r.Method, clip(r.URL.Path))})
+		return
+	case opModels, opModel:
+		want = http.MethodGet
+	}
+	if r.Method != want {
+		x.w.Header().Set("Allow", want)
+		x.fail(errMethod, &translate.Error{Status: 405, Kind: kindInvalidRequest,
+			Message: fmt.Sprintf("%s %s is not supported: use %s", r.Method, r.URL.Path, want)})
+		return
+	}
+	switch x.op {
+	case opModels:
+		x.listModels()
+	case opModel:
+		x.getModel(strings.TrimPrefix(r.URL.Path, "/v1/models/"))
+	default:
+		x.relay()
+	}
+}
+
+// guessDialect picks the error dialect for a path that does not say: an
+// Anthropic SDK always sends anthropic-version.
+func guessDialect(r *http.Request) translate.Dialect {
+	if r.Header.Get("Anthropic-Version") != "" {
+		return translate.Anthropic
+	}
+	return translate.OpenAI
+}
+
+// authenticate checks the gateway key, answering 401 if it is missing or
+// unknown. Every configured key is compared, in constant time, so the
+// answer's timing says nothing about which keys exist.
+func (x *exchange) authenticate() bool {
+	key := ""
+	if a := x.r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		key = strings.TrimSpace(a[7:])
+	}
+	if k := x.r.Header.Get("X-Api-Key"); k != "" && (key == "" || x.client == translate.Anthropic) {
+		key = k
+	}
+	if key == "" {
+		x.fail(errAuth, &translate.Error{Status: 401, Kind: kindAuthentication,
+			Message: "no API key: send the gateway key as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\""})
+		return false
+	}
+	sum := HashKey(key)
+	found := -1
+	for i := range x.g.keys {
+		if subtle.ConstantTimeCompare(sum[:], x.g.keys[i].SHA256[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		x.fail(errAuth, &translate.Error{Status: 401, Kind: kindAuthentication,
+			Message: "invalid API key: this is not a key of this gateway"})
+		return false
+	}
+	x.key = x.g.keys[found].Name
+	return true
+}
+
+// relay serves a chat, messages or count_tokens request.
+func (x *exchange) relay() {
+	g := x.g
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	x.lap(StageReceive)
+
+	req, err := jsonscan.ScanRequest(body)
+	if err != nil {
+		x.badBody(err)
+		return
+	}
+	x.model, x.stream = req.Model, req.Stream
+	if x.op == opCountTokens {
+		x.stream = false
+	}
+	x.lap(StageParse)
+
+	rt := g.match(req.Model)
+	if rt == nil {
+		x.fail(errNoRoute, &translate.Error{Status: 404, Kind: kindNotFound, Param: "model",
+			Message: fmt.Sprintf("model %q is not served by this gateway: no route matches it (GET /v1/models lists the models it serves)", clip(req.Model))})
+		return
+	}
+	x.rt, x.label = rt, rt.modelLabel(req.Model)
+	x.lap(StageRoute)
+
+	p := rt.p
+	if x.op == opCountTokens && p.Dialect != translate.Anthropic {
+		x.fail(errUnsupported, &translate.Error{Status: 400, Kind: kindInvalidRequest, Param: "model",
+			Message: fmt.Sprintf("token counting is not available for model %q: its provider speaks the OpenAI dialect, which has no count_tokens endpoint", clip(req.Model))})
+		return
+	}
+	upModel := rt.upstreamModel(req.Model)
+	out := body
+	if p.Dialect == x.client {
+		if upModel != req.Model {
+			out = jsonscan.Splice(body, req.ModelStart, req.ModelEnd, upModel)
+		}
+	} else {
+		x.trans = true
+		tr, err := translate.Request(x.client, p.Dialect, body, upModel, g.topts)
+		if err != nil {
+			var te *translate.Error
+			if !errors.As(err, &te) {
+				te = &translate.Error{Status: 400, Kind: kindInvalidRequest, Message: err.Error()}
+			}
+			x.fail(errTranslate, te)
+			return
+		}
+		out, x.dropped = tr.Body, tr.Dropped
+	}
+
+	ctx, cancel := context.WithCancelCause(x.r.Context())
+	x.upCtx, x.cancel = ctx, cancel
+	defer cancel(nil)
+	x.reqEnd = x.clock() + p.RequestTimeout
+	if p.ResponseTimeout >= p.RequestTimeout {
+		x.phase.Store(phaseRequest)
+	}
+	x.timer = time.AfterFunc(min(p.ResponseTimeout, p.RequestTimeout), x.timedOut)
+	defer x.timer.Stop()
+	x.ct.WroteRequest = func(httptrace.WroteRequestInfo) { x.wrote.Store(max(int64(time.Since(x.start)), 1)) }
+	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &x.ct), http.MethodPost, p.url(x.op), bytes.NewReader(out))
+	if err != nil {
+		panic(err) // the URL was checked by New
+	}
+	ureq.Header = p.requestHeader(x.client, x.r.Header, x.stream)
+	x.lap(StagePrepare)
+
+	x.sendStart = x.mark
+	resp, err := p.rt.RoundTrip(ureq)
+	now := x.clock()
+	if wrote := time.Duration(x.wrote.Load()); wrote != 0 {
+		x.add(StageSend, wrote-x.sendStart)
+		x.upstreamWait = now - wrote
+	} else {
+		x.add(StageSend, now-x.sendStart)
+	}
+	x.mark = now
+	if err != nil {
+		x.upstreamFailed(err, false)
+		return
+	}
+	defer resp.Body.Close()
+	x.upstreamStatus = resp.StatusCode
+	p.upstreamObs.Observe(x.upstreamWait.Seconds())
+	rb := &timedBody{r: resp.Body, x: x}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		x.providerError(resp, rb)
+		return
+	}
+	isSSE := isEventStream(resp.Header.Get("Content-Type"))
+	if isSSE != x.stream {
+		want, got := "JSON", "an event stream"
+		if x.stream {
+			want, got = "an event stream", "Content-Type "+strconv.Quote(resp.Header.Get("Content-Type"))
+		}
+		x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+			Message: fmt.Sprintf("provider %q answered with %s where %s was asked for", p.Name, got, want)})
+		return
+	}
+	if x.stream {
+		x.relayStream(resp, rb)
+	} else {
+		x.relayJSON(resp, rb)
+	}
+}
+
+// preallocMax is the largest declared body read into a buffer of its
+// size up front; a larger one grows as its bytes arrive, so that a size a
+// client declares but never sends costs nothing.
+const preallocMax = 1 << 20
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ctype string) bool {
+	mt, _, _ := strings.Cut(ctype, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// readBody reads the client's body, up to the size limit.
+func (x *exchange) readBody() ([]byte, bool) {
+	max := x.g.maxBody
+	r := x.r
+	if r.ContentLength > max {
+		x.tooLarge()
+		return nil, false
+	}
+	var body []byte
+	var err error
+	if r.ContentLength >= 0 && r.ContentLength <= preallocMax {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, max+1))
+		if err == nil && int64(len(body)) > max {
+			x.tooLarge()
+			return nil, false
+		}
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			x.tooLarge()
+		case x.r.Context().Err() != nil:
+			x.gone()
+		default:
+			x.fail(errBadRequest, &translate.Error{Status: 400, Kind: kindInvalidRequest,
+				Message: "could not read the request body: " + err.Error()})
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+func (x *exchange) tooLarge() {
+	x.fail(errTooLarge, &translate.Error{Status: 413, Kind: kindRequestTooLarge,
+		Message: fmt.Sprintf("the request body is larger than this gateway accepts (%d bytes)", x.g.maxBody)})
+}
+
+func (x *exchange) badBody(err error) {
+	e := &translate.Error{Status: 400, Kind: kindInvalidRequest}
+	var fe *jsonscan.FieldError
+	if errors.As(err, &fe) {
+		e.Param, e.Message = fe.Field, err.Error()
+	} else {
+		e.Message = "the request body is not valid JSON: " + err.Error()
+		if errors.Is(err, jsonscan.ErrNotObject) {
+			e.Message = "the request body must be a JSON object"
+		}
+	}
+	x.fail(errBadRequest, e)
+}
+
+// gone records a client that left before it could be answered.
+func (x *exchange) gone() {
+	x.errKind, x.errMsg = errClientGone, "the client closed the request"
+}
+
+// upstreamFailed answers a failed provider exchange: the client's own
+// departure, a timeout, a shutdown, or a connection problem. inStream is
+// true once the stream to the client has begun (then only the caller can
+// tell the client).
+func (x *exchange) upstreamFailed(err error, inStream bool) {
+	e, kind := x.classify(err)
+	if kind == errClientGone {
+		x.gone()
+		return
+	}
+	x.g.log.Warn("llm provider request failed", "provider", x.rt.p.Name, "err", err, "kind", kind)
+	if !inStream {
+		x.fail(kind, e)
+	}
+}
+
+// classify names why the provider exchange failed, and what to tell the
+// client. Details such as the provider's address go to the log only.
+func (x *exchange) classify(err error) (*translate.Error, string) {
+	p := x.rt.p
+	cause := context.Cause(x.upCtx)
+	switch {
+	case x.g.baseCtx.Err() != nil:
+		return &translate.Error{Status: 503, Kind: kindOverloaded, Message: "the gateway is shutting down; retry the request"}, errShutdown
+	case x.r.Context().Err() != nil:
+		return nil, errClientGone
+	case errors.Is(cause, errResponseTimeout):
+		return &translate.Error{Status: 504, Kind: kindTimeout,
+			Message: fmt.Sprintf("provider %q did not start its response within %s (response_timeout)", p.Name, p.timeoutResp)}, errUpstreamTimeout
+	case errors.Is(cause, errRequestTimeout):
+		return &translate.Error{Status: 504, Kind: kindTimeout,
+			Message: fmt.Sprintf("provider %q did not finish its response within %s (request_timeout)", p.Name, p.timeoutR)}, errUpstreamTimeout
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &translate.Error{Status: 502, Kind: kindAPIError,
+			Message: fmt.Sprintf("cannot connect to provider %q; the gateway's log has the details", p.Name)}, errUpstreamConnect
+	}
+	return &translate.Error{Status: 502, Kind: kindAPIError,
+		Message: fmt.Sprintf("the connection to provider %q failed; the gateway's log has the details", p.Name)}, errUpstreamProtocol
+}
+
+// providerError maps a provider's error response to the client's dialect,
+// keeping the provider's message. On the fast path an error body already
+// in the client's dialect is forwarded as it is. A provider refusing the
+// gateway's own credentials is a gateway fault (502), not the client's.
+func (x *exchange) providerError(resp *http.Response, body io.Reader) {
+	data, err := io.ReadAll(io.LimitReader(body, maxErrorBytes))
+	if err != nil && x.upCtx.Err() != nil {
+		x.upstreamFailed(err, false)
+		return
+	}
+	x.lap(StageResponseReceive)
+	p := x.rt.p
+	copyResponseIDs(x.w.Header(), resp.Header)
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		x.w.Header().Set("Retry-After", ra)
+	}
+	pe := translate.ParseError(p.Dialect, resp.StatusCode, data)
+	if resp.StatusCode == 401 || resp.StatusCode == 403 {
+		x.g.log.Error("llm provider refused the gateway's credentials: check its api_key", "provider", p.Name, "status", resp.StatusCode, "message", pe.Message)
+		x.fail(errUpstreamStatus, &translate.Error{Status: 502, Kind: kindAPIError,
+			Message: fmt.Sprintf("provider %q refused the gateway's credentials (HTTP %d): %s", p.Name, resp.StatusCode, pe.Message)})
+		return
+	}
+	if p.Dialect == x.client && resp.StatusCode >= 400 && isDialectError(p.Dialect, data) {
+		x.errKind, x.errMsg = errUpstreamStatus, pe.Message
+		x.writeBody(resp.StatusCode, "application/json", data)
+		return
+	}
+	x.fail(errUpstreamStatus, pe)
+}
+
+// isDialectError reports whether body is dialect d's error JSON.
+func isDialectError(d translate.Dialect, body []byte) bool {
+	var errObj, typeErr bool
+	err := jsonscan.Members(body, func(k, v []byte) bool {
+		switch string(k) {
+		case "error":
+			errObj = len(v) > 0 && v[0] == '{'
+		case "type":
+			typeErr = string(v) == `"error"`
+		}
+		return true
+	})
+	if err != nil {
+		return false
+	}
+	if d == translate.Anthropic {
+		return errObj && typeErr
+	}
+	return errObj
+}
+
+// responseUsage reads the usage of a JSON response. Only the top-level
+// "usage" member is decoded: a long completion is scanned, not decoded.
+func responseUsage(d translate.Dialect, body []byte) translate.Usage {
+	var usage []byte
+	jsonscan.Members(body, func(k, v []byte) bool {
+		if string(k) == "usage" {
+			usage = v
+			return false
+		}
+		return true
+	})
+	if usage == nil {
+		return translate.Usage{}
+	}
+	if u, ok := usageOf(d, usage); ok {
+		return u
+	}
+	b := make([]byte, 0, len(usage)+len(`{"usage":}`))
+	b = append(append(append(b, `{"usage":`...), usage...), '}')
+	return translate.ResponseUsage(d, b)
+}
+
+// usageOf reads a usage object of dialect d into translate.Usage's terms
+// (input counts cached prompt tokens too) without encoding/json, which
+// costs more than the rest of the fast path together. It reports false
+// for anything but plain whole numbers, leaving those to translate.
+func usageOf(d translate.Dialect, usage []byte) (translate.Usage, bool) {
+	var u translate.Usage
+	ok := true
+	num := func(v []byte, dst *int) {
+		n, good := wholeNumber(v)
+		*dst, ok = n, ok && good
+	}
+	err := jsonscan.Members(usage, func(k, v []byte) bool {
+		if d == translate.OpenAI {
+			switch string(k) {
+			case "prompt_tokens":
+				num(v, &u.Input)
+			case "completion_tokens":
+				num(v, &u.Output)
+			case "prompt_tokens_details":
+				if string(v) != "null" {
+					ok = ok && jsonscan.Members(v, func(k, v []byte) bool {
+						if string(k) == "cached_tokens" {
+							num(v, &u.CacheRead)
+						}
+						return ok
+					}) == nil
+				}
+			}
+			return ok
+		}
+		switch string(k) {
+		case "input_tokens":
+			num(v, &u.Input)
+		case "output_tokens":
+			num(v, &u.Output)
+		case "cache_read_input_tokens":
+			num(v, &u.CacheRead)
+		case "cache_creation_input_tokens":
+			num(v, &u.CacheWrite)
+		}
+		return ok
+	})
+	if err != nil || !ok {
+		return translate.Usage{}, false
+	}
+	if d == translate.Anthropic {
+		u.Input += u.CacheRead + u.CacheWrite
+	}
+	return u, true
+}
+
+// wholeNumber parses a JSON value that is a non-negative integer or null.
+func wholeNumber(v []byte) (int, bool) {
+	if string(v) == "null" {
+		return 0, true
+	}
+	if len(v) == 0 || len(v) > 15 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// copyResponseIDs passes the provider's request id on, for support cases.
+func copyResponseIDs(dst, src http.Header) {
+	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
+		if v := src.Get(k); v != "" {
+			dst.Set(k, v)
+		}
+	}
+}
+
+// relayJSON relays a non-streaming success response.
+func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
+	p := x.rt.p
+	data, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
+	if err != nil {
+		x.upstreamFailed(err, false)
+		return
+	}
+	if len(data) > maxResponseBytes {
+		x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+			Message: fmt.Sprintf("provider %q sent a response larger than %d bytes", p.Name, maxResponseBytes)})
+		return
+	}
+	x.lap(StageResponseReceive)
+	if x.op != opCountTokens {
+		x.usage = responseUsage(p.Dialect, data)
+	}
+	x.lap(StageResponseParse)
+	ctype := resp.Header.Get("Content-Type")
+	if x.trans {
+		data, err = translate.Response(p.Dialect, x.client, data, x.model)
+		if err != nil {
+			x.g.log.Warn("llm provider response could not be translated", "provider", p.Name, "err", err)
+			x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+				Message: fmt.Sprintf("provider %q sent a response the gateway cannot translate: %v", p.Name, err)})
+			return
+		}
+		ctype = "application/json"
+	}
+	x.lap(StageTranslate)
+	copyResponseIDs(x.w.Header(), resp.Header)
+	if ctype == "" {
+		ctype = "application/json"
+	}
+	x.writeBody(resp.StatusCode, ctype, data)
+}
+
+// relayStream relays an event stream, one event at a time, flushing each.
+// However the provider's stream ends, the client's stream ends with the
+// dialect's terminator or its error event (translate.Stream.End).
+func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
+	p := x.rt.p
+	st := translate.NewStream(p.Dialect, x.client, x.model)
+	rd := sse.NewReader(body)
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	copyResponseIDs(h, resp.Header)
+	if x.trace {
+		h.Set("Trailer", OverheadTrailer+", "+TraceHeader)
+	} else {
+		h.Set("Trailer", OverheadTrailer)
+	}
+	h.Set(OverheadHeader, micros(x.overhead(x.clock())))
+	x.w.WriteHeader(http.StatusOK)
+	x.w.FlushError()
+	x.lap(StageResponseSend)
+
+	sw := sse.NewWriter(&x.w)
+	var cause, evErr error
+	for {
+		t0, recv0 := x.clock(), x.recvWait
+		ev, err := rd.Next()
+		t1 := x.clock()
+		read := x.recvWait - recv0
+		x.add(StageResponseReceive, read)
+		x.add(StageResponseParse, t1-t0-read)
+		if err != nil {
+			if err != io.EOF {
+				cause = err
+			}
+			break
+		}
+		sent0 := x.w.sendDur
+		evErr = st.Event(ev, sw)
+		t2 := x.clock()
+		sent := x.w.sendDur - sent0
+		x.add(StageResponseSend, sent)
+		x.add(StageTranslate, t2-t1-sent)
+		if x.firstEvent == 0 && x.w.written > 0 {
+			x.firstEvent = t2
+		}
+		if evErr != nil {
+			break
+		}
+		if x.phase.Load() != phaseOver && st.Done() {
+			// The terminator is in; the end of the body should follow at
+			// once. Reading on lets the connection be reused, but a
+			// provider that holds the response open is not waited for.
+			x.phase.Store(phaseOver)
+			x.timer.Reset(afterTerminator)
+		}
+	}
+	x.mark = x.clock()
+	switch {
+	case evErr != nil:
+		// The client could not be written to, or the provider sent an
+		// event that cannot be translated (the client has its error
+		// event already).
+		if x.w.err != nil || x.r.Context().Err() != nil {
+			x.gone()
+		} else {
+			x.errKind, x.errMsg = errStream, evErr.Error()
+		}
+	case cause != nil && x.upCtx.Err() != nil && errors.Is(context.Cause(x.upCtx), errStreamOver):
+		x.endStream(st, sw, nil)
+	case cause != nil && x.upCtx.Err() != nil:
+		e, kind := x.classify(cause)
+		if kind == errClientGone {
+			x.gone()
+			break
+		}
+		x.upstreamFailed(cause, true)
+		x.endStream(st, sw, errors.New(e.Message))
+		x.errKind = kind
+	case cause != nil:
+		x.g.log.Warn("llm provider stream broke off", "provider", p.Name, "err", cause)
+		x.endStream(st, sw, streamBroke(p.Name, cause))
+	default:
+		x.endStream(st, sw, nil)
+	}
+	x.usage = st.Usage()
+	x.lap(StageResponseSend)
+	now := x.mark
+	h.Set(OverheadTrailer, micros(x.overhead(now)))
+	if x.trace {
+		h.Set(TraceHeader, x.traceValue(now))
+	}
+}
+
+// streamBroke describes a provider stream that failed mid-way without
+// naming addresses, which the log has.
+func streamBroke(provider string, err error) error {
+	why := "the connection failed"
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		why = "it ended in the middle of an event"
+	case errors.Is(err, sse.ErrEventTooLarge):
+		why = "an event was larger than the gateway accepts"
+	}
+	return fmt.Errorf("the stream from provider %q broke off: %s", provider, why)
+}
+
+// endStream ends the client's stream: cleanly after the provider's
+// terminator, else with the dialect's error event.
+func (x *exchange) endStream(st translate.Stream, sw *sse.Writer, cause error) {
+	if err := st.End(sw, cause); err != nil {
+		x.errKind, x.errMsg = errStream, err.Error()
+		if x.w.err != nil {
+			x.gone()
+		}
+	}
+}
+
+// fail answers with e in the client's dialect.
+func (x *exchange) fail(kind string, e *translate.Error) {
+	x.errKind, x.errMsg = kind, e.Message
+	status, body := translate.ErrorBody(x.client, e)
+	x.writeBody(status, "application/json", body)
+}
+
+// writeBody sends a whole response, with the overhead header (and the
+// trace, if asked for) computed just before the headers go out.
+func (x *exchange) writeBody(status int, ctype string, body []byte) {
+	h := x.w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	now := x.clock()
+	h.Set(OverheadHeader, micros(x.overhead(now)))
+	if x.trace {
+		h.Set(TraceHeader, x.traceValue(now))
+	}
+	x.w.WriteHeader(status)
+	x.w.Write(body)
+	x.lap(StageResponseSend)
+}
+
+// finish records the request's metrics and access log line.
+func (g *Gateway) finish(x *exchange) {
+	g.inflight.Add(-1)
+	g.m.InFlight.Dec()
+	total := time.Since(x.start)
+	status := x.w.status
+	if x.errKind == errClientGone || status == 0 {
+		status = statusClientClosed
+	}
+	var route, prov string
+	if x.rt != nil {
+		route, prov = x.rt.Name, x.rt.p.Name
+	}
+	path := "passthrough"
+	if x.trans {
+		path = "translate"
+	}
+	overhead := max(total-x.blocked(), 0)
+	sr := g.seriesFor(seriesKey{client: x.client, route: x.rt, label: x.label, code: status, stream: x.stream})
+	sr.requests.Inc()
+	if x.errKind != "" {
+		g.m.Errors.WithLabelValues(x.errKind, route, prov, x.label).Inc()
+	}
+	sr.duration.Observe(total.Seconds())
+	if x.firstEvent > 0 {
+		sr.firstEvent.Observe(x.firstEvent.Seconds())
+	}
+	if x.usage.Input > 0 {
+		sr.tokensIn.Add(float64(x.usage.Input))
+	}
+	if x.usage.Output > 0 {
+		sr.tokensOut.Add(float64(x.usage.Output))
+	}
+	ps := &g.paths[0]
+	if x.trans {
+		ps = &g.paths[1]
+	}
+	ps.overhead.Observe(overhead.Seconds())
+	for s := range numStages {
+		if x.reached&(1<<s) != 0 {
+			ps.stages[s].Observe(x.stages[s].Seconds())
+		}
+	}
+
+	level := slog.LevelInfo
+	if x.errKind == errInternal {
+		level = slog.LevelError
+	}
+	if !g.log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 20)
+	attrs = append(attrs,
+		slog.String("method", x.r.Method),
+		slog.String("path", clip(x.r.URL.Path)),
+		slog.String("client", string(x.client)),
+		slog.String("key", x.key),
+		slog.String("model", clip(x.model)),
+		slog.String("route", route),
+		slog.String("provider", prov),
+		slog.Bool("stream", x.stream),
+		slog.String("path_kind", path),
+		slog.Int("status", status),
+		slog.Duration("duration", total),
+		slog.Duration("overhead", overhead),
+	)
+	if x.upstreamStatus != 0 {
+		attrs = append(attrs, slog.Int("upstream_status", x.upstreamStatus))
+	}
+	if x.firstEvent > 0 {
+		attrs = append(attrs, slog.Duration("first_event", x.firstEvent))
+	}
+	if x.usage != (translate.Usage{}) {
+		attrs = append(attrs, slog.Int("tokens_in", x.usage.Input), slog.Int("tokens_out", x.usage.Output))
+	}
+	if len(x.dropped) > 0 {
+		attrs = append(attrs, slog.String("dropped", strings.Join(x.dropped, ",")))
+	}
+	if x.errKind != "" {
+		attrs = append(attrs, slog.String("error", x.errKind), slog.String("error_message", x.errMsg))
+	}
+	g.log.LogAttrs(context.Background(), level, "llm request", attrs...)
+}
+
+// codeLabels holds the status code labels, so that counting a request
+// does not format a number.
+var codeLabels = func() (l [600]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func codeLabel(status int) string {
+	if status >= 0 && status < len(codeLabels) {
+		return codeLabels[status]
+	}
+	return strconv.Itoa(status)
+}
+
+// clip bounds client-supplied text quoted in messages and logs.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
+}

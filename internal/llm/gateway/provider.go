@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// HTTPVersion is how the gateway talks HTTP to a provider.
+type HTTPVersion string
+
+// HTTP versions toward a provider.
+const (
+	// HTTPAuto is HTTP/1.1 for http:// and HTTP/2 or HTTP/1.1 by ALPN for
+	// https://.
+	HTTPAuto HTTPVersion = ""
+	// HTTP1 is HTTP/1.1 only, with or without TLS.
+	HTTP1 HTTPVersion = "h1"
+	// H2C is HTTP/2 without TLS, with prior knowledge; http:// only.
+	H2C HTTPVersion = "h2c"
+	// H2 is HTTP/2 over TLS only; https:// only.
+	H2 HTTPVersion = "h2"
+)
+
+// Defaults for Provider settings left at zero.
+const (
+	DefaultMaxConns        = 256
+	DefaultConnectTimeout  = 5 * time.Second
+	DefaultResponseTimeout = 60 * time.Second
+	DefaultRequestTimeout  = 10 * time.Minute
+)
+
+// AnthropicVersion is the anthropic-version header sent to Anthropic
+// providers when the client did not send one (an OpenAI client, say).
+const AnthropicVersion = "2023-06-01"
+
+// Provider is an upstream API.
+type Provider struct {
+	// Name is the provider's unique name, used by routes and as a metric
+	// label.
+	Name string
+	// Dialect is the API the provider speaks.
+	Dialect translate.Dialect
+	// BaseURL is scheme://host[:port][/prefix]; the API path
+	// (/v1/chat/completions, /v1/messages, /v1/messages/count_tokens) is
+	// appended to it.
+	BaseURL string
+	// APIKey is the provider's key, sent as Authorization: Bearer (OpenAI)
+	// or x-api-key (Anthropic); empty sends none. Clients never see it.
+	APIKey string
+	// HTTP selects the protocol; HTTPAuto by default.
+	HTTP HTTPVersion
+	// TLS configures https:// connections; nil uses the system roots.
+	TLS *tls.Config
+	// MaxConns bounds the connections open to the provider (for HTTP/2,
+	// each carries many requests); 0 means DefaultMaxConns.
+	MaxConns int
+	// ConnectTimeout bounds opening one connection, TLS handshake
+	// included; 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ResponseTimeout bounds the wait from sending a request to the first
+	// byte of the response body (for a stream, its first event); 0 means
+	// DefaultResponseTimeout.
+	ResponseTimeout time.Duration
+	// RequestTimeout bounds a whole request, a stream to its end included;
+	// 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// provider is a Provider ready for requests.
+type provider struct {
+	Provider
+	tr *http.Transport
+	// rt is tr, except in tests and benchmarks that stand in for the
+	// network.
+	rt                    http.RoundTripper
+	chatURL, messagesURL  string
+	countURL              string
+	header                http.Header // sent on every request; cloned per request
+	upstreamObs           prometheus.Observer
+	timeoutResp, timeoutR string // the timeouts, for error messages
+}
+
+func newProvider(p Provider) (*provider, error) {
+	if p.Name == "" {
+		return nil, errors.New("a provider has no name")
+	}
+	fail := func(format string, args ...any) (*provider, error) {
+		return nil, fmt.Errorf("provider %q: "+format, append([]any{p.Name}, args...)...)
+	}
+	if p.Dialect != translate.OpenAI && p.Dialect != translate.Anthropic {
+		return fail("dialect %q is not openai or anthropic", p.Dialect)
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" || u.Fragment != "" {
+		return fail("base URL %q is not http(s)://host[:port][/prefix]", p.BaseURL)
+	}
+	tlsOn := u.Scheme == "https"
+	protos := new(http.Protocols)
+	switch p.HTTP {
+	case HTTPAuto:
+		protos.SetHTTP1(true)
+		protos.SetHTTP2(tlsOn)
+	case HTTP1:
+		protos.SetHTTP1(true)
+	case H2C:
+		if tlsOn {
+			return fail("h2c is HTTP/2 without TLS, but the base URL is https://: use h2, or an http:// URL")
+		}
+		protos.SetUnencryptedHTTP2(true)
+	case H2:
+		if !tlsOn {
+			return fail("h2 is HTTP/2 over TLS, but the base URL is http://: use h2c, or an https:// URL")
+		}
+		protos.SetHTTP2(true)
+	default:
+		return fail("HTTP version %q is not h1, h2c or h2", p.HTTP)
+	}
+	if p.MaxConns <= 0 {
+		p.MaxConns = DefaultMaxConns
+	}
+	if p.ConnectTimeout <= 0 {
+		p.ConnectTimeout = DefaultConnectTimeout
+	}
+	if p.ResponseTimeout <= 0 {
+		p.ResponseTimeout = DefaultResponseTimeout
+	}
+	if p.RequestTimeout <= 0 {
+		p.RequestTimeout = DefaultRequestTimeout
+	}
+	rt := &http.Transport{
+		// Provider traffic goes where the config says, never through
+		// a proxy picked up from the environment.
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: p.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   p.ConnectTimeout,
+		MaxIdleConns:          p.MaxConns,
+		MaxIdleConnsPerHost:   p.MaxConns,
+		MaxConnsPerHost:       p.MaxConns,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: 0,
+		// Compression would make the provider buffer event streams, and
+		// the fast path forwards bytes as they come.
+		DisableCompression: true,
+		Protocols:          protos,
+	}
+	if p.TLS != nil {
+		rt.TLSClientConfig = p.TLS.Clone()
+	}
+	base := strings.TrimSuffix(u.String(), "/")
+	h := http.Header{
+		"Content-Type":    {"application/json"},
+		"User-Agent":      {"strait"},
+		"Accept-Encoding": {"identity"},
+	}
+	if p.APIKey != "" {
+		if p.Dialect == translate.Anthropic {
+			h["X-Api-Key"] = []string{p.APIKey}
+		} else {
+			h["Authorization"] = []string{"Bearer " + p.APIKey}
+		}
+	}
+	return &provider{
+		Provider:    p,
+		tr:          rt,
+		rt:          rt,
+		chatURL:     base + "/v1/chat/completions",
+		messagesURL: base + "/v1/messages",
+		countURL:    base + "/v1/messages/count_tokens",
+		header:      h,
+		timeoutResp: p.ResponseTimeout.String(),
+		timeoutR:    p.RequestTimeout.String(),
+	}, nil
+}
+
+// url returns the endpoint for op.
+func (p *provider) url(op operation) string {
+	switch {
+	case op == opCountTokens:
+		return p.countURL
+	case p.Dialect == translate.Anthropic:
+		return p.messagesURL
+	default:
+		return p.chatURL
+	}
+}
+
+// requestHeader returns the headers for one request: the provider's own
+// credentials, never the client's. An Anthropic client's
+// anthropic-version and anthropic-beta go through to an Anthropic
+// provider; anything else the client sent stays behind.
+func (p *provider) requestHeader(client translate.Dialect, in http.Header, stream bool) http.Header {
+	h := p.header.Clone()
+	if stream {
+		h["Accept"] = []string{"text/event-stream"}
+	} else {
+		h["Accept"] = []string{"application/json"}
+	}
+	if p.Dialect == translate.Anthropic {
+		version := AnthropicVersion
+		if client == translate.Anthropic {
+			if v := in.Get("Anthropic-Version"); v != "" {
+				version = v
+			}
+			if v := in.Values("Anthropic-Beta"); len(v) > 0 {
+				h["Anthropic-Beta"] = v
+			}
+		}
+		h["Anthropic-Version"] = []string{version}
+	}
+	return h
+}
+
+func (p *provider) closeIdle() { p.tr.CloseIdleConnections() }

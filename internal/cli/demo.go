@@ -2,16 +2,20 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/straitgw/strait/internal/devbroker"
+	"github.com/straitgw/strait/internal/mockllm"
 	"github.com/straitgw/strait/internal/telemetry"
 )
 
@@ -30,13 +34,31 @@ virtual_clusters:
     cluster: dev
     listen: %[2]s
     filters: []
+llm:
+  listeners:
+    - {listen: %[4]s, protocols: [http1, h2c]}
+  api_keys:
+    # The DEMO key "strait-demo-key" (its SHA-256); never use it for anything real.
+    - {name: demo, sha256: 82d9b73d98267c13fa11c4f3a2fdf95b71a04e20d6596760f3bfbf0092ece1e8}
+  providers:
+    openai-mock: {dialect: openai, base_url: "http://%[5]s", api_key: mock-key}
+    anthropic-mock: {dialect: anthropic, base_url: "http://%[5]s", api_key: mock-key}
+  routes:
+    - {match: "gpt-*", provider: openai-mock, models: [gpt-4o-mini]}
+    - {match: "claude-*", provider: anthropic-mock, models: [claude-sonnet-4-5]}
 `
+
+// demoKey is the demo config's gateway API key; it is printed for the
+// reader to try, and it protects nothing.
+const demoKey = "strait-demo-key"
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	listen := fs.String("listen", "127.0.0.1:19092", "the gateway's bootstrap address; node N is served on its port+1+N")
 	brokerListen := fs.String("broker-listen", devbroker.DefaultListen, "the development cluster's first broker")
 	adminListen := fs.String("admin", "127.0.0.1:9190", "the admin listener (/metrics, /healthz, /readyz)")
+	llmListen := fs.String("llm-listen", "127.0.0.1:8080", "the LLM gateway's listener (HTTP/1.1 and h2c)")
+	mockListen := fs.String("mock-listen", "127.0.0.1:8000", "the mock LLM provider behind the LLM gateway (both dialects)")
 	logLevel := fs.String("log-level", "warn", "gateway log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -54,6 +76,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer broker.Close()
 
+	mock := mockllm.New(mockllm.Options{Latency: 300 * time.Millisecond, Deltas: 5})
+	mockURL, err := mock.Start(*mockListen)
+	if err != nil {
+		return fmt.Errorf("mock LLM provider: %w (pick another port with --mock-listen)", err)
+	}
+	defer mock.Close()
+
 	dir, err := os.MkdirTemp("", "strait-demo-")
 	if err != nil {
 		return err
@@ -67,7 +96,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		quoted += strconv.Quote(a)
 	}
-	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen)
+	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"))
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		return err
 	}
@@ -78,7 +107,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg.Log.Level = *logLevel
 	g, err := startGateway(cfg, filters, log)
 	if err != nil {
-		return fmt.Errorf("%w (pick other ports with --listen and --admin)", err)
+		return fmt.Errorf("%w (pick other ports with --listen, --llm-listen and --admin)", err)
 	}
 	defer g.stop(context.Background())
 
@@ -88,19 +117,29 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "\nStrait demo is running.\n\n")
 	fmt.Fprintf(stdout, "  development cluster: %d brokers at %v\n", len(broker.Addrs()), broker.Addrs())
 	fmt.Fprintf(stdout, "  gateway bootstrap:   %s (brokers appear as %s:%d-%d)\n", *listen, vc.AdvertisedHost(), first, last)
+	fmt.Fprintf(stdout, "  LLM gateway:         http://%s (OpenAI and Anthropic APIs; gpt-* and claude-* go to a mock provider at %s)\n", *llmListen, mockURL)
 	fmt.Fprintf(stdout, "  admin:               http://%s/metrics  /healthz  /readyz\n", *adminListen)
 	fmt.Fprintf(stdout, "  config:              %s\n\n", cfgPath)
 
 	if err := selfCheck(ctx, *listen); err != nil {
 		fmt.Fprintf(stdout, "Self-check FAILED: %v\n\n", err)
 	} else {
-		fmt.Fprintf(stdout, "Self-check: produced 3 records to topic \"demo\" through the gateway and read them back.\n\n")
+		fmt.Fprintf(stdout, "Self-check: produced 3 records to topic \"demo\" through the gateway and read them back.\n")
+	}
+	if err := llmSelfCheck(ctx, "http://"+*llmListen); err != nil {
+		fmt.Fprintf(stdout, "LLM self-check FAILED: %v\n\n", err)
+	} else {
+		fmt.Fprintf(stdout, "LLM self-check: an OpenAI-dialect request for claude-sonnet-4-5 was translated to the Anthropic mock and back.\n\n")
 	}
 	fmt.Fprintf(stdout, "Try it from another terminal:\n")
 	fmt.Fprintf(stdout, "  kcat -b %s -L                  # the brokers listed are the gateway's addresses\n", *listen)
 	fmt.Fprintf(stdout, "  echo 'hello:from kcat' | kcat -b %s -t demo -P -K:\n", *listen)
 	fmt.Fprintf(stdout, "  kcat -b %s -t demo -C -e -f '%%p/%%o %%k=%%s\\n'\n", *listen)
 	fmt.Fprintf(stdout, "  curl -s http://%s/metrics | grep strait_kafka_requests_total\n", *adminListen)
+	fmt.Fprintf(stdout, "  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
+	fmt.Fprintf(stdout, "       -d '{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
+	fmt.Fprintf(stdout, "  curl -sN http://%s/v1/messages -H 'x-api-key: %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
+	fmt.Fprintf(stdout, "       -d '{\"model\":\"gpt-4o-mini\",\"max_tokens\":100,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
 	fmt.Fprintf(stdout, "  strait validate -c %s\n\n", cfgPath)
 	fmt.Fprintf(stdout, "Press Ctrl-C to stop.\n")
 	<-ctx.Done()
@@ -136,6 +175,41 @@ func selfCheck(ctx context.Context, bootstrap string) error {
 				seen++
 			}
 		})
+	}
+	return nil
+}
+
+// llmSelfCheck sends one OpenAI-dialect request for a Claude model through
+// the LLM gateway: translated to the Anthropic mock and back.
+func llmSelfCheck(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hello"}]}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+demoKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.Object != "chat.completion" || len(out.Choices) == 0 || out.Choices[0].Message.Content == "" {
+		return fmt.Errorf("not an OpenAI chat completion: %s", b)
 	}
 	return nil
 }

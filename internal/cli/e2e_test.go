@@ -154,13 +154,15 @@ func TestPassthroughExample(t *testing.T) {
 func TestDemo(t *testing.T) {
 	needKcat(t)
 	t.Parallel()
-	var listen, brokerPort, adminPort int
+	var listen, brokerPort, adminPort, llmPort int
 	demo := startOnFreePorts(t, func() (*proc, error) {
 		listen = testkit.PortBlock(t, 4) // bootstrap and three node ports
 		nodeRange := testkit.Range{Lo: listen + 1, Hi: listen + 1000}
 		brokerPort = testkit.PortBlock(t, 3, nodeRange)
 		adminPort = testkit.PortBlock(t, 1, nodeRange)
-		p := startStrait(t, "demo", "--listen", addr(listen), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort))
+		llmPort = testkit.PortBlock(t, 2, nodeRange) // the LLM gateway and its mock provider
+		p := startStrait(t, "demo", "--listen", addr(listen), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort),
+			"--llm-listen", addr(llmPort), "--mock-listen", addr(llmPort+1))
 		// The self-check may take up to 15s.
 		return p, p.printed(p.stdout, "Press Ctrl-C to stop.", 30*time.Second)
 	})
@@ -168,6 +170,8 @@ func TestDemo(t *testing.T) {
 	out := demo.stdout.String()
 	for _, want := range []string{
 		"Self-check: produced 3 records",
+		"LLM self-check: an OpenAI-dialect request for claude-sonnet-4-5 was translated",
+		"curl -s http://" + addr(llmPort) + "/v1/chat/completions",
 		"kcat -b " + addr(listen) + " -L",
 		"kcat -b " + addr(listen) + " -t demo -P -K:",
 		"kcat -b " + addr(listen) + " -t demo -C -e",

@@ -1,0 +1,82 @@
+package encryption
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/straitgw/strait/internal/kms"
+)
+
+// Errors of the filter's own.
+var (
+	// errTopicID: a topic ID (Produce or Fetch v13+) did not resolve, so
+	// whether the topic is encrypted cannot be known.
+	errTopicID = errors.New("topic ID does not resolve to a name")
+	// errVersion: a request version this filter was not written for.
+	errVersion = errors.New("request version not supported by the record-encryption filter")
+)
+
+// produceCode maps why a partition of a Produce could not be encrypted to
+// the error code its producer gets. Retriable codes where a retry can help,
+// non-retriable ones where it cannot:
+//
+//	KMS unavailable, timed out        KAFKA_STORAGE_ERROR (retriable)
+//	KEK missing (on_missing_kek: reject), KEK name over 255 bytes
+//	                                  POLICY_VIOLATION
+//	legacy message format (magic 0/1) UNSUPPORTED_FOR_MESSAGE_FORMAT
+//	batch decompresses over the limit MESSAGE_TOO_LARGE
+//	batch CRC mismatch                CORRUPT_MESSAGE (retriable, as from a broker)
+//	malformed batch or record         INVALID_RECORD
+//	topic ID does not resolve         UNKNOWN_TOPIC_ID (retriable)
+//	request version too new           UNSUPPORTED_VERSION
+//	anything else                     UNKNOWN_SERVER_ERROR
+func produceCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, kms.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.KafkaStorageError
+	case errors.Is(err, kms.ErrKeyNotFound), errors.Is(err, errKEKName):
+		return kerr.PolicyViolation
+	case errors.Is(err, errOldFormat):
+		return kerr.UnsupportedForMessageFormat
+	case errors.Is(err, errTooLarge):
+		return kerr.MessageTooLarge
+	case errors.Is(err, errBadCRC):
+		return kerr.CorruptMessage
+	case errors.Is(err, errBadBatch), errors.Is(err, errBadRecord), errors.Is(err, errTruncated),
+		errors.Is(err, errTrailingBytes), errors.Is(err, errUnknownCodec), errors.Is(err, errCodec):
+		return kerr.InvalidRecord
+	case errors.Is(err, errTopicID):
+		return kerr.UnknownTopicID
+	case errors.Is(err, errVersion):
+		return kerr.UnsupportedVersion
+	}
+	return kerr.UnknownServerError
+}
+
+// fetchCode maps why a partition of a Fetch response could not be
+// decrypted to the error code its consumer gets:
+//
+//	KMS unavailable, timed out   KAFKA_STORAGE_ERROR (retriable: consumers retry)
+//	topic ID does not resolve    UNKNOWN_TOPIC_ID
+//	request version too new      UNSUPPORTED_VERSION
+//	anything else: a tag that does not verify, a KEK or KEK version that
+//	no longer exists, a malformed envelope or batch, an unencrypted record
+//	under unencrypted_on_fetch: reject
+//	                             CORRUPT_MESSAGE
+//
+// CORRUPT_MESSAGE is what a broker answers for a record it cannot read;
+// the Java consumer raises it to the application, and no client takes the
+// records of an errored partition as data.
+func fetchCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, kms.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.KafkaStorageError
+	case errors.Is(err, errTopicID):
+		return kerr.UnknownTopicID
+	case errors.Is(err, errVersion):
+		return kerr.UnsupportedVersion
+	}
+	return kerr.CorruptMessage
+}

@@ -1,0 +1,288 @@
+// Package encryption is the record-encryption filter: it encrypts the
+// records of selected topics on their way to the broker and decrypts them on
+// their way back, so the cluster, its disks and anyone reading it directly
+// see only ciphertext.
+//
+// Envelope encryption: each record's value (and, when configured, its
+// headers) is sealed with AES-256-GCM under a data-encryption key (DEK) that
+// this instance generates and rotates; the DEK, wrapped by a per-topic
+// key-encryption key (KEK) through a KMS (internal/kms), travels with every
+// record in a marker header, so any instance with access to the KMS can
+// decrypt. Keys may be encrypted deterministically so that log compaction
+// still works. docs/encryption.md describes the envelope, the policies and
+// the error codes.
+//
+// The filter fails closed: plaintext is never forwarded for a topic that
+// policy says to encrypt, and a record that does not decrypt is never handed
+// to a client as data.
+//
+// It imports the filter API, kafka/wire and the KMS interface; never the
+// proxy, the CLI or the config package.
+package encryption
+
+import (
+	"context"
+	"crypto/cipher"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/wire"
+	"github.com/straitgw/strait/internal/kms"
+)
+
+// The newest versions this filter was written for. A newer version could
+// lay out records or topics differently: it is refused, not passed unseen.
+const (
+	maxProduceVersion    = 13
+	maxFetchVersion      = 18
+	maxShareFetchVersion = 2
+	// Fetch before v4 makes a broker down-convert to the legacy message
+	// format, which drops headers, and with them the encryption marker:
+	// such a fetch of an encrypted topic is refused.
+	minFetchVersion = 4
+)
+
+// Filter is the record-encryption filter. One value serves every connection
+// of a virtual cluster; it is safe for concurrent use.
+type Filter struct {
+	cfg               Config
+	kms               kms.KMS
+	bind              bool
+	rejectUnencrypted bool
+	plaintextOnMiss   bool
+
+	pol    *policies
+	ring   *keyring
+	opens  *openers
+	keys   *keyCiphers
+	codecs *codecs
+
+	// pending counts the error entries waiting, on all connections, to be
+	// added to Produce responses; while there are none, Produce responses
+	// stay on the byte-copy path.
+	pending atomic.Int64
+	// missLog limits "KEK missing, passing plaintext" lines to one per KEK
+	// per minute.
+	missMu  sync.Mutex
+	missLog map[string]time.Time
+	now     func() time.Time
+}
+
+// New returns the filter. k is the KMS, usually behind kms.NewCache.
+func New(cfg Config, k kms.KMS) (*Filter, error) {
+	if k == nil {
+		return nil, errors.New("record-encryption: no KMS")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	f := &Filter{
+		cfg:               cfg,
+		kms:               k,
+		bind:              *cfg.BindTopic,
+		rejectUnencrypted: cfg.UnencryptedOnFetch == policyReject,
+		plaintextOnMiss:   cfg.OnMissingKEK == policyPlaintext,
+		pol:               newPolicies(newSelector(cfg.Topics), cfg.KEK),
+		codecs:            newCodecs(cfg.MaxBatchBytes),
+		missLog:           map[string]time.Time{},
+		now:               time.Now,
+	}
+	now := func() time.Time { return f.now() } // tests replace f.now
+	f.opens = &openers{k: k, timeout: cfg.KMSTimeout, m: map[string]cipher.AEAD{}}
+	f.ring = &keyring{
+		k: k, maxRecords: cfg.DEK.MaxRecords, maxAge: cfg.DEK.MaxAge, timeout: cfg.KMSTimeout, now: now,
+		slots: map[string]*slot{},
+		// The instance that made a DEK opens its own records without
+		// asking the KMS to unwrap it.
+		onNew: func(d *dek) { f.opens.put(openerKey(nil, []byte(d.kek), d.wrapped), d.aead) },
+	}
+	f.keys = &keyCiphers{k: k, timeout: cfg.KMSTimeout, now: now, byVer: map[kekVersion]*keyCipher{}, latest: map[string]latestCipher{}}
+	return f, nil
+}
+
+// Name implements filter.Filter.
+func (*Filter) Name() string { return "record-encryption" }
+
+// Interest implements filter.Filter: every version of Produce requests, the
+// Fetch requests it must refuse, and every Produce, Fetch and ShareFetch
+// response.
+func (*Filter) Interest() filter.Interest {
+	return filter.Interest{
+		Requests: []filter.KeyRange{
+			{Key: wire.KeyProduce},
+			{Key: wire.KeyFetch, MinVersion: 0, MaxVersion: minFetchVersion - 1},
+			{Key: wire.KeyFetch, MinVersion: maxFetchVersion + 1},
+			{Key: wire.KeyShareFetch, MinVersion: maxShareFetchVersion + 1},
+		},
+		Responses: filter.Keys(wire.KeyProduce, wire.KeyFetch, wire.KeyShareFetch),
+	}
+}
+
+// WantsResponse implements filter.ResponseSkimmer. A Produce response
+// needs decoding only to add the errors of partitions this filter took out
+// of its request, which is rare; Fetch responses always do.
+func (f *Filter) WantsResponse(key, _ int16, _ []byte) bool {
+	if key == wire.KeyProduce {
+		return f.pending.Load() > 0
+	}
+	return true
+}
+
+// OnRequest implements filter.RequestHandler.
+func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
+	switch r := req.Body.(type) {
+	case *kmsg.ProduceRequest:
+		f.onProduce(c, req, r)
+	case *kmsg.FetchRequest:
+		f.onFetchRequest(c, req, r)
+	case *kmsg.ShareFetchRequest:
+		// Only versions newer than this filter knows get here.
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.ErrorCode = fetchCode(errVersion).Code
+		msg := errVersion.Error()
+		resp.ErrorMessage = &msg
+		req.Respond(resp)
+	}
+	return nil
+}
+
+// OnResponse implements filter.ResponseHandler.
+func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
+	switch r := resp.Body.(type) {
+	case *kmsg.ProduceResponse:
+		f.addProduceErrors(c, resp.Header.CorrelationID, r)
+	case *kmsg.FetchResponse:
+		f.onFetchResponse(c, resp.Header.CorrelationID, r)
+	case *kmsg.ShareFetchResponse:
+		f.onShareFetchResponse(c, r)
+	}
+	return nil
+}
+
+// ctxOf is the context of a connection; a test may leave it unset.
+func ctxOf(c *filter.Context) context.Context {
+	if c.Ctx != nil {
+		return c.Ctx
+	}
+	return context.Background()
+}
+
+func logOf(c *filter.Context) *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.Default()
+}
+
+// failure is a partition the filter took out of a request, with the error
+// the client must get for it.
+type failure struct {
+	topic     string
+	topicID   [16]byte
+	partition int32
+	code      int16
+	msg       string
+}
+
+// connState holds, per connection, the failures to add to responses, by
+// correlation id. Requests and responses run on different goroutines.
+type connState struct {
+	mu     sync.Mutex
+	byCorr map[int32][]failure
+}
+
+type stateKey struct{}
+
+// stateOf returns the connection's state, making it on first use (on the
+// request goroutine, the only one that adds to it).
+func (f *Filter) stateOf(c *filter.Context, create bool) *connState {
+	if st, ok := c.Value(stateKey{}).(*connState); ok || !create {
+		return st
+	}
+	st := &connState{byCorr: map[int32][]failure{}}
+	c.SetValue(stateKey{}, st)
+	if c.Ctx != nil {
+		// Failures whose responses never come (the connection ended)
+		// must not keep Produce responses off the fast path.
+		context.AfterFunc(c.Ctx, func() {
+			st.mu.Lock()
+			n := 0
+			for _, fs := range st.byCorr {
+				n += len(fs)
+			}
+			clear(st.byCorr)
+			st.mu.Unlock()
+			f.pending.Add(-int64(n))
+		})
+	}
+	return st
+}
+
+func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
+	st := f.stateOf(c, true)
+	st.mu.Lock()
+	st.byCorr[corr] = append(st.byCorr[corr], fs...)
+	st.mu.Unlock()
+	f.pending.Add(int64(len(fs)))
+}
+
+func (f *Filter) take(c *filter.Context, corr int32) []failure {
+	st := f.stateOf(c, false)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	fs, ok := st.byCorr[corr]
+	delete(st.byCorr, corr)
+	st.mu.Unlock()
+	if ok {
+		f.pending.Add(-int64(len(fs)))
+	}
+	return fs
+}
+
+// maxOverhead estimates what sealing adds to one record, for sizing output
+// buffers; append grows them if it is short.
+func (f *Filter) maxOverhead(kek string) int {
+	const wrappedGuess = 64
+	n := tagLen + bytesFieldLen(len(markerKey)) + 3 + 2 + 1 + len(kek) + 1 + wrappedGuess + 10 + 3
+	if f.cfg.EncryptKey {
+		n += 5 + keyOverhead + 2
+	}
+	return n
+}
+
+// logMissing logs, at most once a minute per KEK, that records go out
+// unencrypted because their KEK is missing.
+func (f *Filter) logMissing(c *filter.Context, topic, kek string, err error) {
+	now := f.now()
+	f.missMu.Lock()
+	last, ok := f.missLog[kek]
+	if ok && now.Sub(last) < time.Minute {
+		f.missMu.Unlock()
+		return
+	}
+	if len(f.missLog) >= maxSlots {
+		clear(f.missLog)
+	}
+	f.missLog[kek] = now
+	f.missMu.Unlock()
+	logOf(c).Warn("record-encryption: KEK missing; on_missing_kek is plaintext, so records go to the broker unencrypted",
+		"topic", topic, "kek", kek, "err", err)
+}
+
+func describe(err error) string { return fmt.Sprintf("strait record-encryption: %v", err) }
+
+var (
+	_ filter.RequestHandler  = (*Filter)(nil)
+	_ filter.ResponseHandler = (*Filter)(nil)
+	_ filter.ResponseSkimmer = (*Filter)(nil)
+)

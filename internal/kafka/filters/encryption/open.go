@@ -1,0 +1,293 @@
+package encryption
+
+import (
+	"bytes"
+	"context"
+	"crypto/cipher"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Fetch-path errors.
+var (
+	errUnencrypted = errors.New("record carries no encryption marker, and unencrypted_on_fetch is reject")
+	errAuth        = errors.New("ciphertext does not verify: the record was altered, copied from another topic or key, or sealed under another key")
+)
+
+// opener decrypts the records of one partition of a Fetch response.
+type opener struct {
+	f     *Filter
+	ctx   context.Context
+	topic string
+	s     *scratch
+
+	// The last DEK and key cipher used: records of a batch nearly always
+	// share them, so most records skip the shared caches.
+	lastAEAD cipher.AEAD // its openerKey is in s.lastDEK
+	lastKEK  string
+	lastVer  int
+	lastKC   *keyCipher
+}
+
+// openRecords decrypts the batches of a fetched partition into a new slice.
+// On error it returns the batches before the one that failed (perhaps none)
+// with the error: the client gets what could be decrypted, and its next
+// fetch starts at the failed batch and fails there. A partial batch at the
+// end, which a broker may send when a fetch's byte limit cuts one, is
+// dropped: the client would ignore it anyway, and it is not decrypted.
+func (j *opener) openRecords(in []byte) ([]byte, error) {
+	dst := make([]byte, 0, len(in))
+	for rest := in; len(rest) > 0; {
+		batch, next, err := nextBatch(rest)
+		if errors.Is(err, errTruncated) {
+			break
+		}
+		if err != nil {
+			return dst, err
+		}
+		start := len(dst)
+		if dst, err = j.openBatch(dst, batch); err != nil {
+			return dst[:start], err
+		}
+		rest = next
+	}
+	return dst, nil
+}
+
+// openBatch appends batch to dst, its records decrypted. A batch with no
+// encrypted record is appended exactly as it came.
+func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
+	base := batchBaseOffset(batch)
+	if err := checkBatch(batch); err != nil {
+		if errors.Is(err, errOldFormat) {
+			// Legacy messages cannot carry the marker.
+			if j.f.rejectUnencrypted {
+				return dst, &recordError{offset: base, err: errUnencrypted}
+			}
+			return append(dst, batch...), nil
+		}
+		return dst, &recordError{offset: base, err: err}
+	}
+	if batchIsControl(batch) {
+		return append(dst, batch...), nil
+	}
+	k := batchCodec(batch)
+	if k > codecZstd {
+		return dst, &recordError{offset: base, err: errUnknownCodec}
+	}
+	n := batchCount(batch)
+	start := len(dst)
+	dst = append(dst, batch[:batchHeaderLen]...)
+	recs := batch[batchHeaderLen:]
+	var (
+		changed bool
+		err     error
+	)
+	if k == codecNone {
+		dst, changed, err = j.openInto(dst, recs, n, base)
+	} else {
+		if j.s.in, err = j.f.codecs.decompress(j.s.in[:0], k, recs); err != nil {
+			return dst[:start], &recordError{offset: base, err: err}
+		}
+		j.s.out, changed, err = j.openInto(j.s.out[:0], j.s.in, n, base)
+		if err == nil && changed {
+			dst, err = j.f.codecs.compress(dst, k, j.s.out, k == codecSnappy && isXerial(recs))
+		}
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	if !changed {
+		return append(dst[:start], batch...), nil
+	}
+	finishBatch(dst, start)
+	return dst, nil
+}
+
+// openInto appends the n records in recs, decrypted, to dst, and reports
+// whether any was encrypted.
+func (j *opener) openInto(dst, recs []byte, n int, base int64) (_ []byte, changed bool, _ error) {
+	for range n {
+		r, rest, err := parseRecord(recs)
+		if err != nil {
+			return dst, false, &recordError{offset: base, err: err}
+		}
+		var opened bool
+		if dst, opened, err = j.openRecord(dst, &r, recs[:len(recs)-len(rest)]); err != nil {
+			return dst, false, &recordError{offset: base + int64(r.offsetDelta), err: err}
+		}
+		changed = changed || opened
+		recs = rest
+	}
+	if len(recs) != 0 {
+		return dst, false, &recordError{offset: base, err: errTrailingBytes}
+	}
+	return dst, changed, nil
+}
+
+// openRecord appends r, decrypted, to dst; raw is the record as it came.
+// It reports whether r was encrypted.
+func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, error) {
+	if r.headerCount == 0 {
+		return j.unencrypted(dst, raw)
+	}
+	h, others, err := nextHeader(r.headers)
+	if err != nil {
+		return dst, false, err
+	}
+	if string(h.key) != markerKey {
+		return j.unencrypted(dst, raw)
+	}
+	m, err := parseMarker(h.value)
+	if err != nil {
+		return dst, false, err
+	}
+	hasDEK := m.flags&flagDEK != 0
+	sealedHeaders := m.flags&flagHeaders != 0
+	inMarker := m.flags&flagInMarker != 0
+	switch {
+	case inMarker && !r.valueNull:
+		return dst, false, fmt.Errorf("%w: ciphertext in the marker of a record with a value", errBadEnvelope)
+	case !hasDEK && !r.valueNull:
+		return dst, false, fmt.Errorf("%w: a value but no data key", errBadEnvelope)
+	case hasDEK && r.valueNull && !inMarker:
+		return dst, false, fmt.Errorf("%w: a data key but nothing sealed", errBadEnvelope)
+	case sealedHeaders && r.headerCount != 1:
+		return dst, false, fmt.Errorf("%w: headers sealed, yet %d in clear", errBadEnvelope, r.headerCount-1)
+	case m.flags&flagKey != 0 && r.keyNull:
+		return dst, false, fmt.Errorf("%w: an encrypted null key", errBadEnvelope)
+	}
+	bound := m.flags&flagTopic != 0
+	s := j.s
+
+	keyField := r.keyField
+	if m.flags&flagKey != 0 {
+		version, sealedKey, err := keyVersion(r.key)
+		if err != nil {
+			return dst, false, err
+		}
+		kc := j.lastKC
+		if kc == nil || j.lastVer != version || j.lastKEK != string(m.kek) {
+			if kc, err = j.f.keys.version(j.ctx, m.kek, version); err != nil {
+				return dst, false, err
+			}
+			j.lastKC, j.lastVer, j.lastKEK = kc, version, string(m.kek)
+		}
+		s.ad = keyAD(s.ad[:0], j.topic, bound)
+		if s.key, err = kc.open(s.key[:0], sealedKey, s.ad); err != nil {
+			return dst, false, fmt.Errorf("record key: %w", errAuth)
+		}
+		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
+		s.keyField = append(s.keyField, s.key...)
+		keyField = s.keyField
+	}
+
+	var sealed []byte
+	switch {
+	case inMarker:
+		sealed = m.sealed
+	case hasDEK:
+		sealed = r.value
+		if len(sealed) < tagLen {
+			return dst, false, fmt.Errorf("%w: value shorter than a tag", errBadEnvelope)
+		}
+	}
+	ptLen := len(sealed) - tagLen
+
+	var body int
+	headerCount := r.headerCount - 1
+	switch {
+	case sealedHeaders:
+		body = len(r.prefix) + len(keyField) + ptLen
+	case r.valueNull:
+		body = len(r.prefix) + len(keyField) + 1 + varintLen(int64(headerCount)) + len(others)
+	default:
+		body = len(r.prefix) + len(keyField) + bytesFieldLen(ptLen) + varintLen(int64(headerCount)) + len(others)
+	}
+	dst = binary.AppendVarint(dst, int64(body))
+	dst = append(dst, r.prefix...)
+	dst = append(dst, keyField...)
+	ptAt := -1
+	switch {
+	case sealedHeaders:
+		dst, ptAt = grow(dst, ptLen)
+	case r.valueNull:
+		dst = binary.AppendVarint(dst, -1)
+	default:
+		dst = binary.AppendVarint(dst, int64(ptLen))
+		dst, ptAt = grow(dst, ptLen)
+	}
+	if !sealedHeaders {
+		dst = binary.AppendVarint(dst, int64(headerCount))
+		dst = append(dst, others...)
+	}
+	if !hasDEK {
+		return dst, true, nil
+	}
+	aead, err := j.aead(m.kek, m.wrapped)
+	if err != nil {
+		return dst, false, err
+	}
+	s.aad = appendAAD(s.aad[:0], m.fixed, j.topic, bound, r.keyField)
+	s.nonce = nonceFor(m.iv)
+	if _, err := aead.Open(dst[ptAt:ptAt], s.nonce[:], sealed, s.aad); err != nil {
+		return dst, false, errAuth
+	}
+	if sealedHeaders {
+		if err := checkTail(dst[ptAt:]); err != nil {
+			return dst, false, err
+		}
+	}
+	return dst, true, nil
+}
+
+// aead returns the AEAD of a record's DEK.
+func (j *opener) aead(kek, wrapped []byte) (cipher.AEAD, error) {
+	s := j.s
+	s.cacheKey = openerKey(s.cacheKey[:0], kek, wrapped)
+	if j.lastAEAD != nil && bytes.Equal(s.cacheKey, s.lastDEK) {
+		return j.lastAEAD, nil
+	}
+	a, err := j.f.opens.get(j.ctx, kek, wrapped, &s.cacheKey)
+	if err != nil {
+		return nil, err
+	}
+	s.lastDEK = append(s.lastDEK[:0], s.cacheKey...)
+	j.lastAEAD = a
+	return a, nil
+}
+
+// unencrypted handles a record without a marker: as it came, or an error,
+// as unencrypted_on_fetch says.
+func (j *opener) unencrypted(dst, raw []byte) ([]byte, bool, error) {
+	if j.f.rejectUnencrypted {
+		return dst, false, errUnencrypted
+	}
+	return append(dst, raw...), false, nil
+}
+
+// checkTail checks that decrypted bytes are a well-formed record tail:
+// value, header count, headers, and nothing after. They were authenticated,
+// so only a sealer with the key could have made them otherwise; still,
+// nothing malformed is handed on.
+func checkTail(b []byte) error {
+	_, _, p, err := readBytes(b, 0)
+	if err != nil {
+		return fmt.Errorf("%w: sealed value: %w", errBadRecord, err)
+	}
+	hc, w := binary.Varint(b[p:])
+	if w <= 0 || hc < 0 || hc > int64(len(b)) {
+		return fmt.Errorf("%w: sealed header count", errBadRecord)
+	}
+	hs := b[p+w:]
+	for range hc {
+		if _, hs, err = nextHeader(hs); err != nil {
+			return err
+		}
+	}
+	if len(hs) != 0 {
+		return fmt.Errorf("%w: bytes after the sealed headers", errBadRecord)
+	}
+	return nil
+}

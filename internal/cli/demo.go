@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/straitgw/strait/internal/devbroker"
+	"github.com/straitgw/strait/internal/kms/vault"
 	"github.com/straitgw/strait/internal/mockllm"
 	"github.com/straitgw/strait/internal/telemetry"
 )
@@ -33,7 +34,14 @@ virtual_clusters:
   - name: demo
     cluster: dev
     listen: %[2]s
-    filters: []
+    filters:
+      # Topics named secure-* are stored encrypted (docs/encryption.md).
+      - type: record-encryption
+        config:
+          kms: {type: vault, path: %[6]q}
+          topics: ["secure-*"]
+          kek: demo-kek
+          encrypt_headers: true
 llm:
   listeners:
     - {listen: %[4]s, protocols: [http1, h2c]}
@@ -88,6 +96,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// A vault of its own with one demo KEK: the demo's keys live and die
+	// with the demo.
+	vaultDir := filepath.Join(dir, "vault")
+	if _, err := vault.CreateKey(vaultDir, "demo-kek"); err != nil {
+		return fmt.Errorf("demo vault: %w", err)
+	}
 	cfgPath := filepath.Join(dir, "demo.yaml")
 	quoted := ""
 	for i, a := range broker.Addrs() {
@@ -96,7 +110,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		quoted += strconv.Quote(a)
 	}
-	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"))
+	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"), vaultDir)
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		return err
 	}
@@ -126,6 +140,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stdout, "Self-check: produced 3 records to topic \"demo\" through the gateway and read them back.\n")
 	}
+	if err := encryptionSelfCheck(ctx, *listen, broker.Addrs()); err != nil {
+		fmt.Fprintf(stdout, "Encryption self-check FAILED: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "Encryption self-check: a record produced to \"secure-demo\" reads back as plaintext through the gateway and as ciphertext from the broker.\n")
+	}
 	if err := llmSelfCheck(ctx, "http://"+*llmListen); err != nil {
 		fmt.Fprintf(stdout, "LLM self-check FAILED: %v\n\n", err)
 	} else {
@@ -135,6 +154,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  kcat -b %s -L                  # the brokers listed are the gateway's addresses\n", *listen)
 	fmt.Fprintf(stdout, "  echo 'hello:from kcat' | kcat -b %s -t demo -P -K:\n", *listen)
 	fmt.Fprintf(stdout, "  kcat -b %s -t demo -C -e -f '%%p/%%o %%k=%%s\\n'\n", *listen)
+	fmt.Fprintf(stdout, "  echo 'k1:card 4111-1111-1111-1111' | kcat -b %s -t secure-orders -P -K:\n", *listen)
+	fmt.Fprintf(stdout, "  kcat -b %s -t secure-orders -C -e              # through Strait: plaintext\n", *listen)
+	fmt.Fprintf(stdout, "  kcat -b %s -t secure-orders -C -e              # the broker itself: ciphertext\n", broker.Addrs()[0])
 	fmt.Fprintf(stdout, "  curl -s http://%s/metrics | grep strait_kafka_requests_total\n", *adminListen)
 	fmt.Fprintf(stdout, "  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
 	fmt.Fprintf(stdout, "       -d '{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
@@ -210,6 +232,66 @@ func llmSelfCheck(ctx context.Context, base string) error {
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Object != "chat.completion" || len(out.Choices) == 0 || out.Choices[0].Message.Content == "" {
 		return fmt.Errorf("not an OpenAI chat completion: %s", b)
+	}
+	return nil
+}
+
+// encryptionSelfCheck produces a record to an encrypted topic through the
+// gateway, then reads it back through the gateway (it must be the
+// plaintext) and straight from the broker (it must not be).
+func encryptionSelfCheck(ctx context.Context, gateway string, brokers []string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	const topic = "secure-demo"
+	value := []byte("self-check " + strconv.FormatInt(time.Now().UnixNano(), 36))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gateway), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rec := &kgo.Record{Topic: topic, Value: value}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("produce through the gateway: %w", err)
+	}
+	read := func(addrs []string) ([]byte, error) {
+		c, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {rec.Partition: kgo.NewOffset().At(rec.Offset)}}))
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		for {
+			fs := c.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if errs := fs.Errors(); len(errs) > 0 {
+				return nil, errs[0].Err
+			}
+			var got []byte
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset == rec.Offset && got == nil {
+					got = r.Value
+				}
+			})
+			if got != nil {
+				return got, nil
+			}
+		}
+	}
+	plain, err := read([]string{gateway})
+	if err != nil {
+		return fmt.Errorf("read through the gateway: %w", err)
+	}
+	if string(plain) != string(value) {
+		return fmt.Errorf("read %q through the gateway, produced %q", plain, value)
+	}
+	stored, err := read(brokers)
+	if err != nil {
+		return fmt.Errorf("read from the broker: %w", err)
+	}
+	if strings.Contains(string(stored), string(value)) {
+		return fmt.Errorf("the broker holds the plaintext %q", stored)
 	}
 	return nil
 }

@@ -171,6 +171,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"Self-check: produced 3 records",
 		"LLM self-check: an OpenAI-dialect request for claude-sonnet-4-5 was translated",
+		"Encryption self-check: a record produced to \"secure-demo\" reads back as plaintext",
 		"curl -s http://" + addr(llmPort) + "/v1/chat/completions",
 		"kcat -b " + addr(listen) + " -L",
 		"kcat -b " + addr(listen) + " -t demo -P -K:",

@@ -275,7 +275,11 @@ func checkStored(t *testing.T, e *env, topic string, want []record, o checkOpts,
 			got = append(got, rec)
 		})
 	}
-	verify(t, want, got, o)
+	if e.encrypted {
+		verifyCiphertext(t, want, got)
+	} else {
+		verify(t, want, got, o)
+	}
 	// Clients send a batch uncompressed when compressing does not shrink
 	// it (a lone small record, say), so some plain batches are fine; a
 	// batch in another codec, or mostly plain ones, are not.
@@ -333,4 +337,37 @@ func endOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, topic string)
 		}
 	}
 	return total
+}
+
+// verifyCiphertext checks what the broker stores for an encrypting
+// gateway: every record is there with its key in clear, but its value is
+// not the plaintext (nor contains it), its headers are hidden, and it
+// carries the encryption marker.
+func verifyCiphertext(t *testing.T, want, got []record) {
+	t.Helper()
+	byKey := make(map[string]record, len(want))
+	for _, r := range want {
+		byKey[string(r.Key)] = r
+	}
+	if len(got) != len(want) {
+		t.Errorf("the broker holds %d records, want %d", len(got), len(want))
+	}
+	bad := 0
+	for _, g := range got {
+		w, ok := byKey[string(g.Key)]
+		switch {
+		case !ok:
+			t.Errorf("the broker holds a record with key %q, which was not produced (keys must stay in clear)", g.Key)
+		case bytes.Equal(g.Value, w.Value) || len(w.Value) >= 8 && bytes.Contains(g.Value, w.Value):
+			// (A value of a few bytes may turn up in ciphertext by chance.)
+			t.Errorf("record %q: the broker holds the plaintext value", g.Key)
+		case len(g.Headers) != 1 || g.Headers[0].Key != "strait.enc":
+			t.Errorf("record %q: stored headers %v, want only the encryption marker", g.Key, g.Headers)
+		default:
+			continue
+		}
+		if bad++; bad > 5 {
+			t.Fatal("more than 5 bad records")
+		}
+	}
 }

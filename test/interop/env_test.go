@@ -20,7 +20,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/filters/encryption"
 	"github.com/straitgw/strait/internal/kafka/proxy"
+	"github.com/straitgw/strait/internal/kms/vault"
 	"github.com/straitgw/strait/internal/telemetry"
 
 	"github.com/straitgw/strait/internal/testkit"
@@ -43,10 +46,13 @@ type env struct {
 	// certificate, when the gateway terminates TLS.
 	caFile string
 	caPool *x509.CertPool
+	// encrypted says the gateway encrypts every topic (withEncryption).
+	encrypted bool
 }
 
 type envConfig struct {
-	tls bool
+	tls     bool
+	encrypt bool
 }
 
 type envOpt func(*envConfig)
@@ -54,6 +60,10 @@ type envOpt func(*envConfig)
 // withTLS makes the gateway terminate TLS with a fresh self-signed
 // certificate for 127.0.0.1.
 func withTLS() envOpt { return func(c *envConfig) { c.tls = true } }
+
+// withEncryption puts the record-encryption filter in the gateway: every
+// topic encrypted, headers too, under one KEK of a fresh vault.
+func withEncryption() envOpt { return func(c *envConfig) { c.encrypt = true } }
 
 // startEnv starts kfake and a gateway in front of it; both stop when the
 // test ends. Gateway logs are kept and printed if the test fails, and the
@@ -97,6 +107,24 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		e.caPool.AppendCertsFromPEM(certPEM)
 	}
 
+	var filters []filter.Filter
+	if cfg.encrypt {
+		dir := filepath.Join(t.TempDir(), "vault")
+		if _, err := vault.CreateKey(dir, "interop-kek"); err != nil {
+			t.Fatal(err)
+		}
+		v, err := vault.Open(dir, vault.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := encryption.New(encryption.Config{Topics: []string{"*"}, KEK: "interop-kek", EncryptHeaders: true}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filters = append(filters, f)
+		e.encrypted = true
+	}
+
 	reg := prometheus.NewRegistry()
 	metrics := telemetry.NewKafkaMetrics(reg)
 	base := testkit.PortBlock(t, nodePorts+1)
@@ -109,6 +137,7 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		Target:        proxy.Target{Bootstrap: b.ListenAddrs()},
 		Log:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Metrics:       metrics,
+		Filters:       filters,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/straitgw/strait/internal/bench/kafkaload"
 	"github.com/straitgw/strait/internal/bench/report"
 	"github.com/straitgw/strait/internal/bench/result"
+	"github.com/straitgw/strait/internal/kms/vault"
 )
 
 // passthroughLayer is the gateway config of the "passthrough" setup. Layer
@@ -104,10 +105,15 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer os.RemoveAll(dir)
 
+	// A vault with one KEK, bench-kek, for layers that encrypt.
+	vaultDir := filepath.Join(dir, "vault")
+	if _, err := vault.CreateKey(vaultDir, "bench-kek"); err != nil {
+		return fmt.Errorf("benchmark vault: %w", err)
+	}
 	broker := fmt.Sprintf("127.0.0.1:%d", *brokerPort)
 	env := append(os.Environ(), "STRAIT_BENCH_BROKER="+broker,
 		fmt.Sprintf("STRAIT_BENCH_LISTEN=127.0.0.1:%d", *gatewayPort),
-		fmt.Sprintf("STRAIT_BENCH_ADMIN=127.0.0.1:%d", *gatewayPort-1))
+		fmt.Sprintf("STRAIT_BENCH_ADMIN=127.0.0.1:%d", *gatewayPort-1), "STRAIT_BENCH_VAULT="+vaultDir)
 	brokerArgs := []string{"broker", "--brokers", "1", "--listen", broker,
 		"--partitions", strconv.Itoa(w.Partitions), "--retention-bytes", strconv.Itoa(256 << 20)}
 	if tlsOn {

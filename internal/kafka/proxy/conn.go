@@ -622,7 +622,14 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 	}
 	// Keep the client's header bytes as sent (tags included); encode the
 	// body as the filters left it.
-	out := append(c.encBuf[:0], 0, 0, 0, 0)
+	// Size the buffer for the frame read plus what a filter may add
+	// (encryption adds under a tenth), so encoding a large body does not
+	// grow and copy it several times.
+	out := c.encBuf[:0]
+	if need := len(frame) + len(frame)/4 + 64; cap(out) < need {
+		out = make([]byte, 0, need)
+	}
+	out = append(out, 0, 0, 0, 0)
 	out = append(out, frame[:h.Len]...)
 	out = body.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
@@ -636,8 +643,11 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 }
 
 // firstFrameChunk is how much of a decoded request's frame is allocated
-// before its bytes arrive; the buffer then doubles as they do.
-const firstFrameChunk = readBufSize
+// before its bytes arrive; the buffer then doubles as they do. 1 MiB
+// covers a default-sized produce batch in one allocation (no copies while
+// it arrives) while a peer that lies about a 100 MiB frame pins at most
+// this much.
+const firstFrameChunk = 1 << 20
 
 // readFrame reads a size-byte frame into a new buffer that grows as its
 // bytes arrive: a peer that declares a frame of max_frame_bytes and sends

@@ -162,3 +162,52 @@ func TestBenchLayers(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchLLM runs `strait bench llm` against `strait mock llm`, then the
+// side-by-side `strait bench llm-layers` (its own mock and gateway) for
+// one translated pair, streamed.
+func TestBenchLLM(t *testing.T) {
+	needBinary(t)
+	mockPort := testkit.PortBlock(t, 1)
+	mock := startStrait(t, "mock", "llm", "--listen", testkit.Addr(mockPort), "--latency", "100ms")
+	mock.waitListening(testkit.Addr(mockPort))
+	dir := t.TempDir()
+	out := filepath.Join(dir, "llm.json")
+	stdout, stderr, code := runStrait(t, time.Minute, "bench", "llm", "--url", "http://"+testkit.Addr(mockPort),
+		"--dialect", "anthropic", "--model", "claude-x", "--stream", "--h2c", "--conns", "2", "--rate", "50",
+		"--warmup", "500ms", "--duration", "2s", "--quiet", "--json", out, "--watch-pid", strconv.Itoa(mock.cmd.Process.Pid))
+	if code != 0 {
+		t.Fatalf("bench llm: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var r struct {
+		Kind          string
+		Valid         bool
+		Due, Sent, OK int64
+		Latency       struct{ P50 float64 }  `json:"latency_ms"`
+		FirstEvent    *struct{ P50 float64 } `json:"first_event_ms"`
+		Processes     []struct {
+			CPUSeconds float64 `json:"cpu_seconds"`
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != "llm" || !r.Valid || r.Due != 100 || r.OK != 100 || r.Latency.P50 < 100 || r.FirstEvent == nil || r.FirstEvent.P50 >= r.Latency.P50 || len(r.Processes) != 1 {
+		t.Errorf("bench llm result: %s", b)
+	}
+
+	ports := testkit.PortBlock(t, 3) // mock, gateway, its admin
+	stdout, stderr, code = runStrait(t, 2*time.Minute, "bench", "llm-layers", "--strait", straitBin,
+		"--mock-port", strconv.Itoa(ports), "--gateway-port", strconv.Itoa(ports+1), "--pairs", "openai>anthropic",
+		"--modes", "stream", "--rate", "30", "--latency", "100ms", "--warmup", "500ms", "--duration", "2s", "--quiet")
+	if code != 0 {
+		t.Fatalf("bench llm-layers: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "| stream | openai→anthropic | 100.0% |") || strings.Contains(stdout, "does not count") {
+		t.Errorf("llm-layers table:\n%s", stdout)
+	}
+}

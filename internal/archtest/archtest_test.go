@@ -57,9 +57,9 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "llm/translate converts between dialects on top of llm/sse alone",
+		name: "llm/translate converts between dialects on top of llm/sse and llm/jsonscan alone",
 		pkgs: []string{"internal/llm/translate"},
-		only: []string{"internal/llm/sse"},
+		only: []string{"internal/llm/sse", "internal/llm/jsonscan"},
 	},
 	{
 		name: "llm/jsonscan is a JSON scanner and imports nothing of ours",
@@ -72,9 +72,9 @@ var rules = []rule{
 		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/telemetry"},
 	},
 	{
-		name: "mockllm is a self-contained test peer and imports nothing of ours",
+		name: "mockllm is a self-contained test peer: it shares only the JSON scanner",
 		pkgs: []string{"internal/mockllm/..."},
-		only: nothing,
+		only: []string{"internal/llm/jsonscan"},
 	},
 	{
 		name: "bench/result describes the harness's JSON documents and imports nothing of ours",

@@ -2,6 +2,8 @@ package mockllm
 
 import (
 	"strconv"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // The Anthropic Messages dialect: a message object, or a stream of named
@@ -26,13 +28,13 @@ func (s *Server) anthropicJSON(b []byte, n uint64, model string, rep *reply) []b
 	b = append(b, `{"id":"`...)
 	b = s.appendAnthropicID(b, n)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"content":[`...)
 	if rep.tool != "" {
 		b = append(b, `{"type":"tool_use","id":"`...)
 		b = s.appendToolUseID(b, n)
 		b = append(b, `","name":`...)
-		b = appendString(b, rep.tool)
+		b = jsonscan.AppendString(b, rep.tool)
 		b = append(b, `,"input":`...)
 		b = append(b, rep.args...)
 		b = append(b, '}')
@@ -52,7 +54,7 @@ func (s *Server) anthropicJSON(b []byte, n uint64, model string, rep *reply) []b
 
 func appendStopSequence(b []byte, rep *reply) []byte {
 	if rep.finish == finishStopSeq {
-		return appendString(b, rep.stopSeq)
+		return jsonscan.AppendString(b, rep.stopSeq)
 	}
 	return append(b, "null"...)
 }
@@ -79,7 +81,7 @@ const (
 func anTextDelta(b []byte, piece string) []byte {
 	b = append(b, anDeltaEventStart...)
 	b = append(b, `{"type":"text_delta","text":`...)
-	b = appendString(b, piece)
+	b = jsonscan.AppendString(b, piece)
 	return append(b, "}}\n\n"...)
 }
 
@@ -89,7 +91,7 @@ func (s *Server) anthropicStream(sc *script, n uint64, model string, rep *reply,
 	b = append(b, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\""...)
 	b = s.appendAnthropicID(b, n)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":`...)
 	// The output count starts at 1, as the provider's does.
 	b = appendAnthropicUsage(b, rep.inputTokens, 1)
@@ -98,7 +100,7 @@ func (s *Server) anthropicStream(sc *script, n uint64, model string, rep *reply,
 		b = append(b, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\""...)
 		b = s.appendToolUseID(b, n)
 		b = append(b, `","name":`...)
-		b = appendString(b, rep.tool)
+		b = jsonscan.AppendString(b, rep.tool)
 		b = append(b, ",\"input\":{}}}\n\n"...)
 		b = append(b, anPing...)
 		sc.buf = b
@@ -106,7 +108,7 @@ func (s *Server) anthropicStream(sc *script, n uint64, model string, rep *reply,
 		for _, piece := range split(rep.args, deltas) {
 			b = append(b, anDeltaEventStart...)
 			b = append(b, `{"type":"input_json_delta","partial_json":`...)
-			b = appendString(b, piece)
+			b = jsonscan.AppendString(b, piece)
 			b = append(b, "}}\n\n"...)
 			sc.buf = b
 			sc.mark()
@@ -187,11 +189,11 @@ func appendAnthropicError(b []byte, status int, msg, requestID string) []byte {
 	b = append(b, `{"type":"error","error":{"type":"`...)
 	b = append(b, anthropicErrorType(status)...)
 	b = append(b, `","message":`...)
-	b = appendString(b, msg)
+	b = jsonscan.AppendString(b, msg)
 	b = append(b, '}')
 	if requestID != "" {
 		b = append(b, `,"request_id":`...)
-		b = appendString(b, requestID)
+		b = jsonscan.AppendString(b, requestID)
 	}
 	return append(b, '}')
 }
@@ -204,14 +206,14 @@ func anthropicModels(models []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"model","id":`...)
-		b = appendString(b, m)
+		b = jsonscan.AppendString(b, m)
 		b = append(b, `,"display_name":`...)
-		b = appendString(b, m)
+		b = jsonscan.AppendString(b, m)
 		b = append(b, `,"created_at":"2026-01-01T00:00:00Z"}`...)
 	}
 	b = append(b, `],"has_more":false,"first_id":`...)
-	b = appendString(b, models[0])
+	b = jsonscan.AppendString(b, models[0])
 	b = append(b, `,"last_id":`...)
-	b = appendString(b, models[len(models)-1])
+	b = jsonscan.AppendString(b, models[len(models)-1])
 	return append(b, '}')
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // validate checks v against schema for the keywords toolArguments
@@ -363,14 +365,14 @@ func TestResponseBytes(t *testing.T) {
 
 func TestJSONHelpers(t *testing.T) {
 	for _, s := range []string{"", "plain", `quote " back \ slash`, "ctl \x00\x01\x1f\t\n\r", "naïve 日本 🎉", "sep \u2028\u2029", "bad \xff utf8"} {
-		lit := appendString(nil, s)
+		lit := jsonscan.AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(lit, &back); err != nil {
-			t.Errorf("appendString(%q) = %s: %v", s, lit, err)
+			t.Errorf("jsonscan.AppendString(%q) = %s: %v", s, lit, err)
 			continue
 		}
 		if back != strings.ToValidUTF8(s, "\uFFFD") {
-			t.Errorf("appendString(%q) decodes to %q", s, back)
+			t.Errorf("jsonscan.AppendString(%q) decodes to %q", s, back)
 		}
 		std, _ := json.Marshal(s)
 		if n := stringLen(std); n != len(back) {

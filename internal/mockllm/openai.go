@@ -2,6 +2,8 @@ package mockllm
 
 import (
 	"strconv"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // The OpenAI chat completions dialect: a chat.completion object, or a
@@ -26,15 +28,15 @@ func (s *Server) openaiJSON(b []byte, n uint64, model string, rep *reply) []byte
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, s.clock().Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if rep.tool != "" {
 		b = append(b, `null,"tool_calls":[{"id":"`...)
 		b = s.appendCallID(b, n)
 		b = append(b, `","type":"function","function":{"name":`...)
-		b = appendString(b, rep.tool)
+		b = jsonscan.AppendString(b, rep.tool)
 		b = append(b, `,"arguments":`...)
-		b = appendString(b, rep.args)
+		b = jsonscan.AppendString(b, rep.args)
 		b = append(b, `}}]`...)
 	} else {
 		b = append(b, '"')
@@ -64,7 +66,7 @@ var oaRoleChoice = []byte(`{"index":0,"delta":{"role":"assistant","content":"","
 // The server renders these once for its whole text.
 func oaTextChoice(b []byte, piece string) []byte {
 	b = append(b, `{"index":0,"delta":{"content":`...)
-	b = appendString(b, piece)
+	b = jsonscan.AppendString(b, piece)
 	return append(b, `},"logprobs":null,"finish_reason":null}`...)
 }
 
@@ -80,7 +82,7 @@ func (s *Server) openaiStream(sc *script, n uint64, model string, rep *reply, in
 	head = append(head, `","object":"chat.completion.chunk","created":`...)
 	head = strconv.AppendInt(head, s.clock().Unix(), 10)
 	head = append(head, `,"model":`...)
-	head = appendString(head, model)
+	head = jsonscan.AppendString(head, model)
 	head = append(head, `,"choices":[`...)
 	sc.scratch = head
 	tail := "]}\n\n"
@@ -99,13 +101,13 @@ func (s *Server) openaiStream(sc *script, n uint64, model string, rep *reply, in
 		c = append(c, `{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"`...)
 		c = s.appendCallID(c, n)
 		c = append(c, `","type":"function","function":{"name":`...)
-		c = appendString(c, rep.tool)
+		c = jsonscan.AppendString(c, rep.tool)
 		c = append(c, `,"arguments":""}}],"refusal":null},"logprobs":null,"finish_reason":null}`...)
 		chunk(c)
 		sc.mark()
 		for _, piece := range split(rep.args, deltas) {
 			c = append(c[:0], `{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":`...)
-			c = appendString(c, piece)
+			c = jsonscan.AppendString(c, piece)
 			c = append(c, `}}]},"logprobs":null,"finish_reason":null}`...)
 			chunk(c)
 			sc.mark()
@@ -161,20 +163,20 @@ func appendOAError(b []byte, status int, msg, param string) []byte {
 		typ = "server_error"
 	}
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, msg)
+	b = jsonscan.AppendString(b, msg)
 	b = append(b, `,"type":`...)
-	b = appendString(b, typ)
+	b = jsonscan.AppendString(b, typ)
 	b = append(b, `,"param":`...)
 	if param == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, param)
+		b = jsonscan.AppendString(b, param)
 	}
 	b = append(b, `,"code":`...)
 	if code == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, code)
+		b = jsonscan.AppendString(b, code)
 	}
 	return append(b, "}}"...)
 }
@@ -187,7 +189,7 @@ func openaiModels(models []string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, m)
+		b = jsonscan.AppendString(b, m)
 		b = append(b, `,"object":"model","created":1767225600,"owned_by":"strait-mock"}`...)
 	}
 	return append(b, "]}"...)

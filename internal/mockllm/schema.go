@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // Tool-call arguments are generated from the tool's JSON schema so that a
@@ -58,7 +60,7 @@ func (g *gen) value(raw json.RawMessage, depth int, name string, variant int, ro
 		if root {
 			g.b = append(g.b, "{}"...) // arguments are an object
 		} else {
-			g.b = appendString(g.b, "sample")
+			g.b = jsonscan.AppendString(g.b, "sample")
 		}
 		return
 	case "false":
@@ -120,7 +122,7 @@ func (g *gen) value(raw json.RawMessage, depth int, name string, variant int, ro
 	case "null":
 		g.b = append(g.b, "null"...)
 	default:
-		g.b = appendString(g.b, stringValue(s, name, variant))
+		g.b = jsonscan.AppendString(g.b, stringValue(s, name, variant))
 	}
 }
 
@@ -288,10 +290,10 @@ func (g *gen) object(s map[string]json.RawMessage, depth int, deep bool) {
 			g.b = append(g.b, ',')
 		}
 		written[name] = true
-		g.b = appendString(g.b, name)
+		g.b = jsonscan.AppendString(g.b, name)
 		g.b = append(g.b, ':')
 		if schema == nil {
-			g.b = appendString(g.b, "sample")
+			g.b = jsonscan.AppendString(g.b, "sample")
 			return
 		}
 		g.value(schema, depth+1, name, 0, false)
@@ -358,7 +360,7 @@ func (g *gen) array(s map[string]json.RawMessage, depth int, deep bool) {
 		case items != nil:
 			g.value(items, depth+1, "", i, false)
 		default:
-			g.b = appendString(g.b, "sample-"+strconv.Itoa(i+1))
+			g.b = jsonscan.AppendString(g.b, "sample-"+strconv.Itoa(i+1))
 		}
 	}
 	g.b = append(g.b, ']')

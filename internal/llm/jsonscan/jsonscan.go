@@ -153,34 +153,55 @@ func Splice(body []byte, start, end int, s string) []byte {
 	return append(out, body[end:]...)
 }
 
-// AppendString appends s to dst as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
-func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+// AppendString appends s as a JSON string, escaping as encoding/json does
+// (invalid UTF-8 becomes U+FFFD; U+2028 and U+2029 are escaped so the output
+// is safe to embed anywhere), without allocating.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				dst = append(dst, `\u00`...)
-				dst = append(dst, hex[c>>4], hex[c&0xf])
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
 			default:
-				dst = append(dst, c)
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
 		}
-		i += n
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	return append(dst, '"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 const hex = "0123456789abcdef"

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // Error is a failure in a dialect-neutral form.
@@ -163,9 +165,9 @@ func ErrorBody(d Dialect, e *Error) (status int, body []byte) {
 
 func appendOpenAIError(b []byte, e *Error, kind string) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, e.Message)
+	b = jsonscan.AppendString(b, e.Message)
 	b = append(b, `,"type":`...)
-	b = appendString(b, openAIType[kind])
+	b = jsonscan.AppendString(b, openAIType[kind])
 	b = append(b, `,"param":`...)
 	b = appendStringOrNull(b, e.Param)
 	b = append(b, `,"code":`...)
@@ -175,9 +177,9 @@ func appendOpenAIError(b []byte, e *Error, kind string) []byte {
 
 func appendAnthropicError(b []byte, e *Error, kind string) []byte {
 	b = append(b, `{"type":"error","error":{"type":`...)
-	b = appendString(b, anthropicType[kind])
+	b = jsonscan.AppendString(b, anthropicType[kind])
 	b = append(b, `,"message":`...)
-	b = appendString(b, e.Message)
+	b = jsonscan.AppendString(b, e.Message)
 	return append(b, "}}"...)
 }
 

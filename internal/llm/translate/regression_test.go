@@ -14,6 +14,7 @@ import (
 	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/sse"
 )
 
@@ -558,7 +559,7 @@ func TestParseErrorOfUnexpectedBodies(t *testing.T) {
 	}
 	t.Run("long bodies are bounded", func(t *testing.T) {
 		e := ParseError(OpenAI, 500, []byte(strings.Repeat("é", 5000)))
-		if len(e.Message) > maxErrorText+len("…") || !strings.HasSuffix(e.Message, "…") || !json.Valid(appendString(nil, e.Message)) {
+		if len(e.Message) > maxErrorText+len("…") || !strings.HasSuffix(e.Message, "…") || !json.Valid(jsonscan.AppendString(nil, e.Message)) {
 			t.Errorf("message of %d bytes", len(e.Message))
 		}
 	})

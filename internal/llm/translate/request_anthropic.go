@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // Anthropic request types as read: only the fields Strait translates.
@@ -456,7 +458,7 @@ func (t *reqTranslation) anthropicTools(in *anRequestIn, req *oaRequest) error {
 			return badRequest("tool_choice.name", `tool_choice of type "tool" needs a name`)
 		}
 		b := append([]byte(nil), `{"type":"function","function":{"name":`...)
-		b = appendString(b, tc.Name)
+		b = jsonscan.AppendString(b, tc.Name)
 		req.ToolChoice = append(b, "}}"...)
 	default:
 		return badRequest("tool_choice.type", "tool_choice type %q is not one of auto, any, tool, none", tc.Type)

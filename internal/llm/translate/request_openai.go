@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // OpenAI request types: only the fields Strait translates.
@@ -627,10 +629,10 @@ func (t *reqTranslation) openAITools(in *oaRequestIn, req *anRequest) error {
 		return nil
 	}
 	b := append([]byte(nil), `{"type":`...)
-	b = appendString(b, choice)
+	b = jsonscan.AppendString(b, choice)
 	if name != "" {
 		b = append(b, `,"name":`...)
-		b = appendString(b, name)
+		b = jsonscan.AppendString(b, name)
 	}
 	if noParallel {
 		b = append(b, `,"disable_parallel_tool_use":true`...)

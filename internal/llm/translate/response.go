@@ -3,6 +3,8 @@ package translate
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // Anthropic response types: only the fields Strait translates.
@@ -147,20 +149,20 @@ func anthropicToOpenAIResponse(r *anResponse, clientModel string) []byte {
 	}
 	b := make([]byte, 0, 256+text.Len()+thinking.Len()+len(calls))
 	b = append(b, `{"id":`...)
-	b = appendString(b, openAIID(r.ID))
+	b = jsonscan.AppendString(b, openAIID(r.ID))
 	b = append(b, `,"object":"chat.completion","created":`...)
 	b = appendInt(b, int(now().Unix()))
 	b = append(b, `,"model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if text.Len() > 0 || nCalls == 0 {
-		b = appendString(b, text.String())
+		b = jsonscan.AppendString(b, text.String())
 	} else {
 		b = append(b, "null"...)
 	}
 	if thinking.Len() > 0 {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendString(b, thinking.String())
+		b = jsonscan.AppendString(b, thinking.String())
 	}
 	if nCalls > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -168,7 +170,7 @@ func anthropicToOpenAIResponse(r *anResponse, clientModel string) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, `,"refusal":null},"logprobs":null,"finish_reason":`...)
-	b = appendString(b, finishReason(r.StopReason, nCalls > 0))
+	b = jsonscan.AppendString(b, finishReason(r.StopReason, nCalls > 0))
 	b = append(b, '}', ']')
 	if r.Usage != nil {
 		b = append(b, `,"usage":`...)
@@ -196,11 +198,11 @@ func appendToolCall(b []byte, index int, id, name, args string) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"id":`...)
-	b = appendString(b, id)
+	b = jsonscan.AppendString(b, id)
 	b = append(b, `,"type":"function","function":{"name":`...)
-	b = appendString(b, name)
+	b = jsonscan.AppendString(b, name)
 	b = append(b, `,"arguments":`...)
-	b = appendString(b, args)
+	b = jsonscan.AppendString(b, args)
 	return append(b, "}}"...)
 }
 
@@ -242,9 +244,9 @@ func openAIToAnthropicResponse(r *oaResponse, clientModel string) ([]byte, error
 	}
 	b := make([]byte, 0, 512)
 	b = append(b, `{"id":`...)
-	b = appendString(b, anthropicID(r.ID))
+	b = jsonscan.AppendString(b, anthropicID(r.ID))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"content":[`...)
 	n := 0
 	sep := func() {
@@ -260,7 +262,7 @@ func openAIToAnthropicResponse(r *oaResponse, clientModel string) ([]byte, error
 	if reasoning != "" {
 		sep()
 		b = append(b, `{"type":"thinking","thinking":`...)
-		b = appendString(b, reasoning)
+		b = jsonscan.AppendString(b, reasoning)
 		b = append(b, `,"signature":""}`...)
 	}
 	text := ""
@@ -273,7 +275,7 @@ func openAIToAnthropicResponse(r *oaResponse, clientModel string) ([]byte, error
 	if text != "" {
 		sep()
 		b = append(b, `{"type":"text","text":`...)
-		b = appendString(b, text)
+		b = jsonscan.AppendString(b, text)
 		b = append(b, '}')
 	}
 	for i, tc := range c.Message.ToolCalls {
@@ -283,15 +285,15 @@ func openAIToAnthropicResponse(r *oaResponse, clientModel string) ([]byte, error
 		}
 		sep()
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendString(b, tc.ID)
+		b = jsonscan.AppendString(b, tc.ID)
 		b = append(b, `,"name":`...)
-		b = appendString(b, tc.Function.Name)
+		b = jsonscan.AppendString(b, tc.Function.Name)
 		b = append(b, `,"input":`...)
 		b = append(b, input...)
 		b = append(b, '}')
 	}
 	b = append(b, `],"stop_reason":`...)
-	b = appendString(b, stopReason(c.FinishReason, len(c.Message.ToolCalls) > 0))
+	b = jsonscan.AppendString(b, stopReason(c.FinishReason, len(c.Message.ToolCalls) > 0))
 	b = append(b, `,"stop_sequence":null,"usage":`...)
 	b = appendAnthropicUsage(b, r.Usage.usage())
 	return append(b, '}'), nil

@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/sse"
 )
 
@@ -159,11 +160,11 @@ func (s *anthropicToOpenAI) start(w *sse.Writer, id, model string) error {
 		model = s.clientModel
 	}
 	b := append(s.prefix[:0], `{"id":`...)
-	b = appendString(b, openAIID(id))
+	b = jsonscan.AppendString(b, openAIID(id))
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	b = appendInt(b, int(now().Unix()))
 	b = append(b, `,"model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	b = append(b, `,"choices":`...)
 	s.prefix = b
 	return s.delta(w, `{"role":"assistant","content":""}`)
@@ -185,7 +186,7 @@ func (s *anthropicToOpenAI) stringDelta(w *sse.Writer, field, text string) error
 	s.buf = append(s.buf, `[{"index":0,"delta":{"`...)
 	s.buf = append(s.buf, field...)
 	s.buf = append(s.buf, `":`...)
-	s.buf = appendString(s.buf, text)
+	s.buf = jsonscan.AppendString(s.buf, text)
 	s.buf = append(s.buf, `},"logprobs":null,"finish_reason":null}]}`...)
 	return w.Event("", s.buf)
 }
@@ -195,7 +196,7 @@ func (s *anthropicToOpenAI) toolArgs(w *sse.Writer, index int, args string) erro
 	s.buf = append(s.buf, `[{"index":0,"delta":{"tool_calls":[{"index":`...)
 	s.buf = appendInt(s.buf, index)
 	s.buf = append(s.buf, `,"function":{"arguments":`...)
-	s.buf = appendString(s.buf, args)
+	s.buf = jsonscan.AppendString(s.buf, args)
 	s.buf = append(s.buf, `}}]},"logprobs":null,"finish_reason":null}]}`...)
 	return w.Event("", s.buf)
 }
@@ -204,7 +205,7 @@ func (s *anthropicToOpenAI) finish(w *sse.Writer) error {
 	s.finishSent = true
 	s.buf = append(s.buf[:0], s.prefix...)
 	s.buf = append(s.buf, `[{"index":0,"delta":{},"logprobs":null,"finish_reason":`...)
-	s.buf = appendString(s.buf, finishReason(s.stopReason, s.madeToolCalls))
+	s.buf = jsonscan.AppendString(s.buf, finishReason(s.stopReason, s.madeToolCalls))
 	s.buf = append(s.buf, `}]}`...)
 	return w.Event("", s.buf)
 }

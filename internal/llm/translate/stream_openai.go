@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/sse"
 )
 
@@ -163,9 +164,9 @@ func (s *openAIToAnthropic) start(w *sse.Writer, id, model string) error {
 		model = s.clientModel
 	}
 	b := append(s.buf[:0], `{"type":"message_start","message":{"id":`...)
-	b = appendString(b, anthropicID(id))
+	b = jsonscan.AppendString(b, anthropicID(id))
 	b = append(b, `,"type":"message","role":"assistant","model":`...)
-	b = appendString(b, model)
+	b = jsonscan.AppendString(b, model)
 	// OpenAI reports usage only at the end: message_delta carries it.
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`...)
 	s.buf = b
@@ -211,7 +212,7 @@ func (s *openAIToAnthropic) text(w *sse.Writer, kind, text string) error {
 	} else {
 		s.buf = append(s.buf, `,"delta":{"type":"text_delta","text":`...)
 	}
-	s.buf = appendString(s.buf, text)
+	s.buf = jsonscan.AppendString(s.buf, text)
 	s.buf = append(s.buf, "}}"...)
 	return w.Event("content_block_delta", s.buf)
 }
@@ -245,9 +246,9 @@ func (s *openAIToAnthropic) toolCall(w *sse.Writer, index int, id, name, args st
 		s.buf = append(s.buf[:0], `{"type":"content_block_start","index":`...)
 		s.buf = appendInt(s.buf, t.block)
 		s.buf = append(s.buf, `,"content_block":{"type":"tool_use","id":`...)
-		s.buf = appendString(s.buf, id)
+		s.buf = jsonscan.AppendString(s.buf, id)
 		s.buf = append(s.buf, `,"name":`...)
-		s.buf = appendString(s.buf, name)
+		s.buf = jsonscan.AppendString(s.buf, name)
 		s.buf = append(s.buf, `,"input":{}}}`...)
 		if err := w.Event("content_block_start", s.buf); err != nil {
 			return err
@@ -265,7 +266,7 @@ func (s *openAIToAnthropic) toolCall(w *sse.Writer, index int, id, name, args st
 	s.buf = append(s.buf[:0], `{"type":"content_block_delta","index":`...)
 	s.buf = appendInt(s.buf, t.block)
 	s.buf = append(s.buf, `,"delta":{"type":"input_json_delta","partial_json":`...)
-	s.buf = appendString(s.buf, args)
+	s.buf = jsonscan.AppendString(s.buf, args)
 	s.buf = append(s.buf, "}}"...)
 	return w.Event("content_block_delta", s.buf)
 }
@@ -274,7 +275,7 @@ func (s *openAIToAnthropic) toolCall(w *sse.Writer, index int, id, name, args st
 func (s *openAIToAnthropic) messageDelta(w *sse.Writer) error {
 	s.deltaSent = true
 	s.buf = append(s.buf[:0], `{"type":"message_delta","delta":{"stop_reason":`...)
-	s.buf = appendString(s.buf, stopReason(s.finish, s.madeToolCalls))
+	s.buf = jsonscan.AppendString(s.buf, stopReason(s.finish, s.madeToolCalls))
 	s.buf = append(s.buf, `,"stop_sequence":null},"usage":`...)
 	if s.usageSeen {
 		s.buf = appendAnthropicUsage(s.buf, s.usage)

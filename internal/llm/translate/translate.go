@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // Dialect names an API dialect.
@@ -214,7 +216,7 @@ func replaceModel(body []byte, model string) ([]byte, error) {
 	if _, err := dec.Token(); err != nil { // '{', checked by decodeBody
 		return nil, badRequest("", "the request body is not a JSON object")
 	}
-	newVal := appendString(nil, model)
+	newVal := jsonscan.AppendString(nil, model)
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {

@@ -447,8 +447,8 @@ func TestTimeouts(t *testing.T) {
 		h.anthropic.setHandler(blockUntilCancelled(cancelled, anthropicEvents("claude-x")[:4]))
 		for _, d := range dialects {
 			rp := read(t, d, h.post(t, c, d, endpoint(d), requestBody(d, "claude-x", true)))
-			if rp.status != 200 || rp.done || !strings.Contains(rp.errMsg, "request_timeout") || rp.text != "Par" {
-				t.Errorf("%s: status %d done %v text %q error %q; want the first text, then an error event naming request_timeout\n%s", d, rp.status, rp.done, rp.text, rp.errMsg, rp.raw)
+			if rp.status != 200 || rp.done || !strings.Contains(rp.errMsg, "request_timeout") || rp.text != "Par" || rp.errType != "timeout_error" {
+				t.Errorf("%s: status %d done %v text %q error %s %q; want the first text, then a timeout_error event naming request_timeout\n%s", d, rp.status, rp.done, rp.text, rp.errType, rp.errMsg, rp.raw)
 			}
 			if d == translate.OpenAI && strings.Contains(string(rp.raw), "[DONE]") {
 				t.Error("an OpenAI stream that failed ended with [DONE]")

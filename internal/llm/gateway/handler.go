@@ -647,12 +647,17 @@ func wholeNumber(v []byte) (int, bool) {
 	return n, true
 }
 
-// copyResponseIDs passes the provider's request id on, for support cases.
+// copyResponseIDs passes the provider's request id on, for support cases,
+// under both dialects' header names: Anthropic's SDKs read request-id,
+// OpenAI's x-request-id, and the provider may speak the other dialect.
 func copyResponseIDs(dst, src http.Header) {
-	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
-		if v := src.Get(k); v != "" {
-			dst.Set(k, v)
-		}
+	id := src.Get("Request-Id")
+	if id == "" {
+		id = src.Get("X-Request-Id")
+	}
+	if id != "" {
+		dst.Set("Request-Id", id)
+		dst.Set("X-Request-Id", id)
 	}
 }
 
@@ -770,7 +775,12 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 			break
 		}
 		x.upstreamFailed(cause, true)
-		x.endStream(st, sw, errors.New(e.Message))
+		if kind == errUpstreamTimeout {
+			// The client's error event says timeout, as a JSON answer would.
+			x.endStream(st, sw, timeoutError(e.Message))
+		} else {
+			x.endStream(st, sw, errors.New(e.Message))
+		}
 		x.errKind = kind
 	case cause != nil:
 		x.g.log.Warn("llm provider stream broke off", "provider", p.Name, "err", cause)
@@ -799,6 +809,14 @@ func streamBroke(provider string, err error) error {
 	}
 	return fmt.Errorf("the stream from provider %q broke off: %s", provider, why)
 }
+
+// timeoutError is a provider timeout met mid-stream; it reports Timeout,
+// so the stream's error event is the dialect's timeout error.
+type timeoutError string
+
+func (e timeoutError) Error() string { return string(e) }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 // endStream ends the client's stream: cleanly after the provider's
 // terminator, else with the dialect's error event.

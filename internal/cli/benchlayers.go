@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +63,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	jsonPath := fs.String("json", "", "write every setup's result, as a JSON array, to this file")
 	htmlPath := fs.String("report", "", "write a self-contained HTML report of the setups' latency curves")
 	quiet := fs.Bool("quiet", false, "no live progress line")
+	rounds := fs.Int("rounds", 1, "measure every setup this many times, interleaved (direct, passthrough, ..., direct, ...); the table shows each setup's median round by publish p99")
 	// A layer table must finish in minutes here: short phases by default.
 	for name, v := range map[string]string{"warmup": "5s", "duration": "20s", "window": "2s", "rate": "5000", "bootstrap": "(set by the run)"} {
 		fs.Lookup(name).DefValue = v
@@ -87,6 +90,9 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fmt.Errorf("--layer %s: %w", name, err)
 		}
 		setups = append(setups, setup{name: name, config: string(b)})
+	}
+	if *rounds < 1 || *rounds > 20 {
+		return fmt.Errorf("--rounds %d: use 1 to 20", *rounds)
 	}
 	tlsOn := *security == "ssl" || *security == "sasl_ssl"
 	saslOn := strings.HasPrefix(*security, "sasl_")
@@ -143,62 +149,99 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("the broker: %w", err)
 	}
 
-	var runs []*result.Kafka
-	for _, s := range setups {
-		sw := w
-		pids := []int{bp.Process.Pid}
-		var gw *exec.Cmd
-		if s.name == "direct" {
-			sw.Bootstrap = []string{broker}
-		} else {
-			cfg := s.config
-			if cfg == "" {
-				b, g := "", ""
-				if tlsOn {
-					b, g = brokerTLSBlock, gatewayTLSBlock
+	// Rounds interleave the setups, so that a noisy neighbour spreads over
+	// all of them instead of biasing whichever ran at the time.
+	byRound := make([][]*result.Kafka, len(setups))
+	for round := 1; round <= *rounds; round++ {
+		for si, s := range setups {
+			sw := w
+			pids := []int{bp.Process.Pid}
+			var gw *exec.Cmd
+			if s.name == "direct" {
+				sw.Bootstrap = []string{broker}
+			} else {
+				cfg := s.config
+				if cfg == "" {
+					b, g := "", ""
+					if tlsOn {
+						b, g = brokerTLSBlock, gatewayTLSBlock
+					}
+					cfg = fmt.Sprintf(passthroughLayer, b, g)
 				}
-				cfg = fmt.Sprintf(passthroughLayer, b, g)
+				path := filepath.Join(dir, s.name+".yaml")
+				if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+					return err
+				}
+				if gw, err = startChild(ctx, exe, []string{"run", "-c", path}, env, stderr); err != nil {
+					return fmt.Errorf("setup %s: starting the gateway: %w", s.name, err)
+				}
+				addr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort)
+				if err := waitListening(ctx, addr, 20*time.Second); err != nil {
+					stopChild(gw)
+					return fmt.Errorf("setup %s: the gateway (config %s): %w", s.name, path, err)
+				}
+				sw.Bootstrap = []string{addr}
+				pids = append(pids, gw.Process.Pid)
 			}
-			path := filepath.Join(dir, s.name+".yaml")
-			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-				return err
-			}
-			if gw, err = startChild(ctx, exe, []string{"run", "-c", path}, env, stderr); err != nil {
-				return fmt.Errorf("setup %s: starting the gateway: %w", s.name, err)
-			}
-			addr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort)
-			if err := waitListening(ctx, addr, 20*time.Second); err != nil {
+			fmt.Fprintf(stderr, "== %s%s\n", s.name, roundSuffix(round, *rounds))
+			res, err := kafkaload.Run(ctx, sw, runOptions(s.name, pids, *quiet, stderr, args))
+			if gw != nil {
 				stopChild(gw)
-				return fmt.Errorf("setup %s: the gateway (config %s): %w", s.name, path, err)
 			}
-			sw.Bootstrap = []string{addr}
-			pids = append(pids, gw.Process.Pid)
-		}
-		fmt.Fprintf(stderr, "== %s\n", s.name)
-		res, err := kafkaload.Run(ctx, sw, runOptions(s.name, pids, *quiet, stderr, args))
-		if gw != nil {
-			stopChild(gw)
-		}
-		if err != nil {
-			return fmt.Errorf("setup %s: %w", s.name, err)
-		}
-		nameProcesses(res, gw != nil)
-		runs = append(runs, res)
-		if *outDir != "" {
-			if err := os.MkdirAll(*outDir, 0o755); err != nil {
-				return err
+			if err != nil {
+				return fmt.Errorf("setup %s: %w", s.name, err)
 			}
-			if err := result.Write(filepath.Join(*outDir, s.name+".json"), res); err != nil {
-				return err
+			nameProcesses(res, gw != nil)
+			byRound[si] = append(byRound[si], res)
+			if *outDir != "" {
+				if err := os.MkdirAll(*outDir, 0o755); err != nil {
+					return err
+				}
+				name := s.name + strings.ReplaceAll(roundSuffix(round, *rounds), " ", "-")
+				if err := result.Write(filepath.Join(*outDir, name+".json"), res); err != nil {
+					return err
+				}
 			}
+			// Let the gateway's ports close before the next one binds them.
+			time.Sleep(200 * time.Millisecond)
 		}
-		// Let the gateway's ports close before the next one binds them.
-		time.Sleep(200 * time.Millisecond)
+	}
+	runs := make([]*result.Kafka, len(setups))
+	for i := range setups {
+		runs[i] = medianRound(byRound[i])
+	}
+	if *rounds > 1 {
+		fmt.Fprintf(stdout, "Each setup's median of %d interleaved rounds, by publish p99.\n\n", *rounds)
 	}
 	if err := report.Layers(stdout, runs); err != nil {
 		return err
 	}
 	return writeOutputs(*jsonPath, *htmlPath, "strait bench layers", runs, runs, nil)
+}
+
+// roundSuffix names a round in progress lines and file names, when there
+// is more than one.
+func roundSuffix(round, rounds int) string {
+	if rounds == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" round %d", round)
+}
+
+// medianRound returns the round whose publish p99 is the median (the
+// lower middle for an even count), preferring valid rounds.
+func medianRound(rs []*result.Kafka) *result.Kafka {
+	pool := make([]*result.Kafka, 0, len(rs))
+	for _, r := range rs {
+		if r.Valid {
+			pool = append(pool, r)
+		}
+	}
+	if len(pool) == 0 {
+		pool = append(pool, rs...)
+	}
+	slices.SortStableFunc(pool, func(a, b *result.Kafka) int { return cmp.Compare(a.PublishLatency.P99, b.PublishLatency.P99) })
+	return pool[(len(pool)-1)/2]
 }
 
 // nameProcesses labels the watched processes of a layer run.

@@ -279,6 +279,35 @@ func (f *Filter) logMissing(c *filter.Context, topic, kek string, err error) {
 		"topic", topic, "kek", kek, "err", err)
 }
 
+// defaultMaxMessageBytes is Kafka's default max.message.bytes (1 MiB plus
+// the batch overhead), the most a broker accepts in one record batch
+// unless the topic says otherwise.
+const defaultMaxMessageBytes = 1048588
+
+// logGrowth warns, at most once a minute per topic, that encryption took a
+// batch past Kafka's default size limit: a broker that keeps the default
+// answers MESSAGE_TOO_LARGE, and only the producer's batch.size can fix
+// that (the gateway cannot split a batch without breaking sequence
+// numbers).
+func (f *Filter) logGrowth(c *filter.Context, topic string, before, after int) {
+	now := f.now()
+	key := "size\x00" + topic
+	f.missMu.Lock()
+	last, ok := f.missLog[key]
+	if ok && now.Sub(last) < time.Minute {
+		f.missMu.Unlock()
+		return
+	}
+	if len(f.missLog) >= maxSlots {
+		clear(f.missLog)
+	}
+	f.missLog[key] = now
+	f.missMu.Unlock()
+	logOf(c).Warn("record-encryption: a record batch grew past Kafka's default max.message.bytes when encrypted; "+
+		"if the broker answers MESSAGE_TOO_LARGE, lower the producer's batch.size (about 10% below the limit leaves room)",
+		"topic", topic, "plaintext_bytes", before, "encrypted_bytes", after, "default_limit", defaultMaxMessageBytes)
+}
+
 func describe(err error) string { return fmt.Sprintf("strait record-encryption: %v", err) }
 
 var (

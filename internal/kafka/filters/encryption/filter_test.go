@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -400,5 +401,39 @@ func TestSelector(t *testing.T) {
 	_, err := f.sealPartition(context.Background(), long, f.pol.get(long), makeBatch(t, defaultBatchOpts(), rec{value: []byte("v")}))
 	if produceCode(err) != kerr.PolicyViolation {
 		t.Errorf("too long a KEK name: %v", err)
+	}
+}
+
+// A batch that fits Kafka's default max.message.bytes in plaintext but not
+// once encrypted still goes upstream (the topic may allow more), with a
+// warning that tells the operator what to change.
+func TestProduceWarnsWhenEncryptionOutgrowsTheDefaultBatchLimit(t *testing.T) {
+	_, k := testVault(t, "orders-kek")
+	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
+	var logs bytes.Buffer
+	c := testCtx(t)
+	c.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	var recs []rec
+	for range 1000 { // ~1,000 × 1 KiB: under 1,048,588 bytes in plaintext
+		recs = append(recs, rec{value: bytes.Repeat([]byte("x"), 1000)})
+	}
+	batch := makeBatch(t, defaultBatchOpts(), recs...)
+	if len(batch) > defaultMaxMessageBytes {
+		t.Fatalf("test batch of %d bytes is already over the limit", len(batch))
+	}
+	for range 2 {
+		up, answer := runProduce(t, f, c, produce(9, -1, map[string]map[int32][]byte{"orders": {0: batch}}))
+		if answer != nil {
+			t.Fatalf("answered %+v", answer)
+		}
+		if got, _ := requestRecords(up, "orders", 0); len(got) <= defaultMaxMessageBytes {
+			t.Fatalf("encrypted batch of %d bytes: the test expects it over the limit", len(got))
+		}
+	}
+	if n := strings.Count(logs.String(), "lower the producer's batch.size"); n != 1 {
+		t.Errorf("%d warnings for two oversized batches within a minute, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "topic=orders") {
+		t.Errorf("the warning does not name the topic:\n%s", logs.String())
 	}
 }

@@ -53,6 +53,9 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 			out, err := f.sealPartition(ctx, name, pol, p.Records)
 			switch {
 			case err == nil:
+				if len(p.Records) <= defaultMaxMessageBytes && len(out) > defaultMaxMessageBytes {
+					f.logGrowth(c, name, len(p.Records), len(out))
+				}
 				p.Records = out
 			case f.plaintextOnMiss && errors.Is(err, kms.ErrKeyNotFound):
 				f.logMissing(c, name, pol.kek, err)

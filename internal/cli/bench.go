@@ -249,18 +249,27 @@ func writeRunOutputs(jsonPath, htmlPath, title string, doc any, runs []report.Ru
 func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench compare", stderr)
 	htmlPath := fs.String("report", "", "also write a self-contained HTML page with the runs' percentile curves")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// Flags may come before, between or after the file names.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return errUsage
 		}
-		return errUsage
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() < 2 {
+	if len(files) < 2 {
 		fmt.Fprintln(stderr, "strait bench compare: give at least two result files (the first is the baseline)")
 		return errUsage
 	}
 	var runs []report.Run
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		doc, err := result.Read(path)
 		if err != nil {
 			return err

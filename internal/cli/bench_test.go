@@ -92,9 +92,13 @@ func TestBenchKafkaCompareSweep(t *testing.T) {
 			t.Errorf("run %s: the end-of-run table has no p99:\n%s", name, stdout)
 		}
 	}
-	stdout, stderr, code := runStrait(t, time.Minute, "bench", "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"))
+	page := filepath.Join(dir, "compare.html")
+	stdout, stderr, code := runStrait(t, time.Minute, "bench", "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), "--report", page)
 	if code != 0 || !strings.Contains(stdout, "| a ") && !strings.Contains(stdout, "a |") {
 		t.Errorf("bench compare: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("bench compare --report after the files: %v", err)
 	}
 
 	sweep := filepath.Join(dir, "sweep.json")

@@ -215,7 +215,7 @@ func shortCommit(c string) string {
 
 // Names of the LLM series.
 const (
-	SeriesLatency    = "latency"
+	SeriesLatency    = "complete answer"
 	SeriesFirstEvent = "first event"
 )
 

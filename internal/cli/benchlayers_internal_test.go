@@ -15,9 +15,9 @@ func TestMedianRoundPrefersValidRoundsAndTakesTheMiddleP99(t *testing.T) {
 		want   string
 	}{
 		{[]*result.Kafka{run("a", 9, true), run("b", 1, true), run("c", 5, true)}, "c"},
-		{[]*result.Kafka{run("a", 9, true), run("b", 1, true)}, "b"},                       // the lower middle
+		{[]*result.Kafka{run("a", 9, true), run("b", 1, true)}, "b"},                     // the lower middle
 		{[]*result.Kafka{run("a", 9, true), run("b", 1, false), run("c", 5, true)}, "c"}, // b does not count
-		{[]*result.Kafka{run("a", 9, false), run("b", 1, false)}, "b"},                    // none counts: still one
+		{[]*result.Kafka{run("a", 9, false), run("b", 1, false)}, "b"},                   // none counts: still one
 		{[]*result.Kafka{run("a", 3, true)}, "a"},
 	} {
 		if got := medianRound(tc.rounds).Label; got != tc.want {

@@ -43,28 +43,8 @@ func LLMTable(w io.Writer, r *result.LLM) error {
 		fmt.Fprintf(&b, "errors: %s\n", strings.Join(parts, ", "))
 	}
 	b.WriteString("\n")
-	rows := [][]string{{"latency (ms)"}}
-	for _, p := range tablePercentiles {
-		rows[0] = append(rows[0], p.name)
-	}
-	rows[0] = append(rows[0], "count")
-	for _, s := range LLMRun(r).Series {
-		row := []string{s.Name}
-		for _, p := range tablePercentiles {
-			row = append(row, ms(p.get(s.Latency)))
-		}
-		rows = append(rows, append(row, fmt.Sprint(s.Latency.Count)))
-	}
-	textTable(&b, rows)
-	if len(r.Processes) > 0 {
-		b.WriteString("\n")
-		rows := [][]string{{"process", "pid", "CPU s", "cores", "peak RSS MiB", "CPU ms per 1k req"}}
-		for _, p := range r.Processes {
-			rows = append(rows, []string{processName(p), fmt.Sprint(p.PID), num(p.CPUSeconds),
-				num(cores(p, r.DurationS)), num(float64(p.PeakRSSBytes) / (1 << 20)), num(p.CPUPerKRequests)})
-		}
-		textTable(&b, rows)
-	}
+	writeLatencyTable(&b, LLMRun(r).Series)
+	writeProcessTable(&b, r.Processes, r.DurationS, "CPU ms per 1k req", func(p result.Process) float64 { return p.CPUPerKRequests })
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -42,32 +42,42 @@ func Table(w io.Writer, r *result.Kafka) error {
 	}
 	fmt.Fprintf(&b, "; backlog peak %d, final %d\n\n", r.PeakBacklog, r.FinalBacklog)
 
-	cols := tablePercentiles
+	writeLatencyTable(&b, KafkaRun(r).Series)
+	writeProcessTable(&b, r.Processes, r.DurationS, "mc per MB/s", func(p result.Process) float64 { return p.MsCPUPerMBps })
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeLatencyTable writes the plain-text percentile table of series.
+func writeLatencyTable(b *strings.Builder, series []Series) {
 	rows := [][]string{{"latency (ms)"}}
-	for _, p := range cols {
+	for _, p := range tablePercentiles {
 		rows[0] = append(rows[0], p.name)
 	}
 	rows[0] = append(rows[0], "count")
-	for _, s := range KafkaRun(r).Series {
+	for _, s := range series {
 		row := []string{s.Name}
-		for _, p := range cols {
+		for _, p := range tablePercentiles {
 			row = append(row, ms(p.get(s.Latency)))
 		}
 		rows = append(rows, append(row, fmt.Sprint(s.Latency.Count)))
 	}
-	textTable(&b, rows)
+	textTable(b, rows)
+}
 
-	if len(r.Processes) > 0 {
-		b.WriteString("\n")
-		rows := [][]string{{"process", "pid", "CPU s", "cores", "peak RSS MiB", "mc per MB/s"}}
-		for _, p := range r.Processes {
-			rows = append(rows, []string{processName(p), fmt.Sprint(p.PID), num(p.CPUSeconds),
-				num(cores(p, r.DurationS)), num(float64(p.PeakRSSBytes) / (1 << 20)), num(p.MsCPUPerMBps)})
-		}
-		textTable(&b, rows)
+// writeProcessTable writes what each watched process used; the last
+// column is the run kind's sizing figure.
+func writeProcessTable(b *strings.Builder, ps []result.Process, durationS float64, sizing string, figure func(result.Process) float64) {
+	if len(ps) == 0 {
+		return
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("\n")
+	rows := [][]string{{"process", "pid", "CPU s", "cores", "peak RSS MiB", sizing}}
+	for _, p := range ps {
+		rows = append(rows, []string{processName(p), fmt.Sprint(p.PID), num(p.CPUSeconds),
+			num(cores(p, durationS)), num(float64(p.PeakRSSBytes) / (1 << 20)), num(figure(p))})
+	}
+	textTable(b, rows)
 }
 
 // SweepTable writes a markdown table of a sweep: each step's target,

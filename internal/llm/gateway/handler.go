@@ -124,14 +124,16 @@ type exchange struct {
 	mark  time.Duration // end of the last stage
 
 	client translate.Dialect
-	op     operation
-	key    string // the gateway key's name
-	model  string // as the client asked
-	stream bool
-	rt     *route
-	label  string // model metric label
-	trans  bool   // translated across dialects
-	trace  bool
+	// includeUsage: an OpenAI client asked for its stream's usage chunk.
+	includeUsage bool
+	op           operation
+	key          string // the gateway key's name
+	model        string // as the client asked
+	stream       bool
+	rt           *route
+	label        string // model metric label
+	trans        bool   // translated across dialects
+	trace        bool
 
 	stages       [numStages]time.Duration
 	reached      uint16        // bit per Stage seen
@@ -331,7 +333,7 @@ func (x *exchange) relay() {
 			x.fail(errTranslate, te)
 			return
 		}
-		out, x.dropped = tr.Body, tr.Dropped
+		out, x.dropped, x.includeUsage = tr.Body, tr.Dropped, tr.IncludeUsage
 	}
 
 	ctx, cancel := context.WithCancelCause(x.r.Context())
@@ -703,7 +705,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 // dialect's terminator or its error event (translate.Stream.End).
 func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	p := x.rt.p
-	st := translate.NewStream(p.Dialect, x.client, x.model)
+	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage})
 	rd := sse.NewReader(body)
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")

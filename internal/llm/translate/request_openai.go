@@ -125,6 +125,9 @@ type oaRequestIn struct {
 	User                string          `json:"user"`
 	Functions           json.RawMessage `json:"functions"`
 	FunctionCall        json.RawMessage `json:"function_call"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 // stopField is OpenAI's stop: a string or an array of strings.
@@ -149,8 +152,9 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 
 // openAIFieldsHandled are the OpenAI request fields translated, or consumed
 // without loss, going to Anthropic. stream_options is among them: Anthropic
-// always reports usage in its stream, so the translated stream has it
-// whatever the client asked.
+// always reports usage in its stream, and the translated stream passes it
+// on in the usage chunk exactly when the client asked for one
+// (Translated.IncludeUsage, StreamOptions).
 var openAIFieldsHandled = []string{
 	"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
 	"stop", "stream", "n", "tools", "tool_choice", "parallel_tool_calls", "user",
@@ -173,6 +177,7 @@ func (t *reqTranslation) openAIToAnthropic(body []byte, model string) ([]byte, b
 		return nil, false, badRequest("function_call", "function_call is the legacy function-calling API, which Strait does not translate; use tool_choice")
 	}
 	t.dropUnknown(body, openAIFieldsHandled)
+	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 	req := anRequest{Model: model, Stream: in.Stream, StopSequences: in.Stop, TopP: in.TopP}
 
 	if in.N != nil && *in.N != 1 {

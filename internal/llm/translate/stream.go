@@ -46,12 +46,26 @@ type Stream interface {
 // clientModel replaces the provider's model name in translated streams
 // ("" keeps the provider's); the pass-through leaves it as sent.
 func NewStream(provider, client Dialect, clientModel string) Stream {
+	return NewStreamWith(provider, client, clientModel, StreamOptions{IncludeUsage: true})
+}
+
+// StreamOptions are what the client asked of its stream.
+type StreamOptions struct {
+	// IncludeUsage sends an OpenAI client the closing usage chunk (empty
+	// choices, usage only), as OpenAI does only for
+	// stream_options.include_usage. Other clients ignore it.
+	IncludeUsage bool
+}
+
+// NewStreamWith is NewStream for a client that may not want everything a
+// translated stream can carry.
+func NewStreamWith(provider, client Dialect, clientModel string, opt StreamOptions) Stream {
 	b := streamBase{client: client}
 	switch {
 	case provider == client:
 		return &passThrough{streamBase: b}
 	case provider == Anthropic:
-		return &anthropicToOpenAI{streamBase: b, clientModel: clientModel}
+		return &anthropicToOpenAI{streamBase: b, clientModel: clientModel, omitUsage: !opt.IncludeUsage}
 	default:
 		return &openAIToAnthropic{streamBase: b, clientModel: clientModel, open: -1}
 	}

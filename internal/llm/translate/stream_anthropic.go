@@ -34,6 +34,8 @@ type anthropicToOpenAI struct {
 	stopReason    string
 	finishSent    bool
 	usageSeen     bool
+	// omitUsage leaves out the usage chunk: the client did not ask for it.
+	omitUsage bool
 }
 
 type anBlockState struct {
@@ -122,10 +124,9 @@ func (s *anthropicToOpenAI) Event(ev sse.Event, w *sse.Writer) error {
 				return err
 			}
 		}
-		if s.usageSeen {
+		if s.usageSeen && !s.omitUsage {
 			// The chunk OpenAI sends for stream_options.include_usage:
-			// no choices, only the usage. Clients that did not ask for it
-			// skip a chunk without choices.
+			// no choices, only the usage.
 			s.buf = append(s.buf[:0], s.prefix...)
 			s.buf = append(s.buf, `[],"usage":`...)
 			s.buf = appendOpenAIUsage(s.buf, s.usage)

@@ -48,6 +48,10 @@ type Translated struct {
 	// once, in the order met ("seed", "messages[].name",
 	// "tools[].cache_control"…).
 	Dropped []string
+	// IncludeUsage is whether an OpenAI client asked for the usage chunk
+	// of a stream (stream_options.include_usage); pass it to
+	// NewStreamWith.
+	IncludeUsage bool
 }
 
 // Usage is token usage in OpenAI's sense: Input counts every prompt token,
@@ -99,7 +103,7 @@ func Request(client, provider Dialect, body []byte, model string, opt Options) (
 			"%s no equivalent in the %s API, and this route rejects such fields instead of dropping them; remove %s",
 			listFields(t.dropped), providerName(provider), pluralIt(len(t.dropped)))
 	}
-	return Translated{Body: out, Stream: stream, Dropped: t.dropped}, nil
+	return Translated{Body: out, Stream: stream, Dropped: t.dropped, IncludeUsage: t.includeUsage}, nil
 }
 
 func providerName(d Dialect) string {
@@ -126,8 +130,9 @@ func pluralIt(n int) string {
 
 // reqTranslation carries one request translation's state.
 type reqTranslation struct {
-	opt     Options
-	dropped []string
+	opt          Options
+	dropped      []string
+	includeUsage bool
 }
 
 // drop records that field had no equivalent.

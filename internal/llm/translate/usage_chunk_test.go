@@ -1,0 +1,62 @@
+package translate
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/straitgw/strait/internal/llm/sse"
+)
+
+// An OpenAI client gets the closing usage chunk (no choices, only usage)
+// exactly when it asked for it with stream_options.include_usage, as from
+// OpenAI itself; the stream's Usage is tracked either way, for metrics.
+func TestUsageChunkOnlyWhenTheOpenAIClientAskedForIt(t *testing.T) {
+	input, err := os.ReadFile("testdata/golden/stream-anthropic-openai-text-only/input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, include := range []bool{true, false} {
+		var buf bytes.Buffer
+		w := sse.NewWriter(&buf)
+		s := NewStreamWith(Anthropic, OpenAI, "m", StreamOptions{IncludeUsage: include})
+		r := sse.NewReader(bytes.NewReader(input))
+		for {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Event(ev, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.End(w, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(buf.String(), `"choices":[],"usage":`)
+		if got != include || !s.Done() || s.Usage().Output == 0 || !strings.HasSuffix(buf.String(), "data: [DONE]\n\n") {
+			t.Errorf("include_usage %v: usage chunk sent %v, done %v, usage %+v:\n%s", include, got, s.Done(), s.Usage(), buf.String())
+		}
+	}
+}
+
+func TestTranslatedRequestCarriesIncludeUsage(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"gpt","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`:  true,
+		`{"model":"gpt","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hi"}]}`: false,
+		`{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}`:                                          false,
+	} {
+		tr, err := Request(OpenAI, Anthropic, []byte(body), "claude", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.IncludeUsage != want {
+			t.Errorf("%s: IncludeUsage %v, want %v", body, tr.IncludeUsage, want)
+		}
+	}
+}

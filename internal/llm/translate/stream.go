@@ -222,13 +222,16 @@ type passThrough struct {
 }
 
 func (s *passThrough) Event(ev sse.Event, w *sse.Writer) error {
-	if s.done {
-		return nil // junk after the terminator is not forwarded
+	if s.done || s.failed != nil {
+		// Junk after the terminator, and anything after the provider's
+		// error event (the stream has failed, as a translated one stops
+		// there too), is not forwarded.
+		return nil
 	}
 	if err := w.Raw(ev.Raw); err != nil {
 		return err
 	}
-	if ev.Data == nil || s.failed != nil {
+	if ev.Data == nil {
 		return nil
 	}
 	if s.client == OpenAI {

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -58,5 +59,39 @@ func TestTranslatedRequestCarriesIncludeUsage(t *testing.T) {
 		if tr.IncludeUsage != want {
 			t.Errorf("%s: IncludeUsage %v, want %v", body, tr.IncludeUsage, want)
 		}
+	}
+}
+
+// A same-dialect stream forwards the provider's error event and nothing
+// after it, as a translated stream stops there too.
+func TestPassThroughStopsAfterTheProvidersErrorEvent(t *testing.T) {
+	input := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":3}}}\n\n" +
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"late\"}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	var buf bytes.Buffer
+	w := sse.NewWriter(&buf)
+	s := NewStream(Anthropic, Anthropic, "c")
+	r := sse.NewReader(strings.NewReader(input))
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Event(ev, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endErr := s.End(w, nil)
+	out := buf.String()
+	if !strings.Contains(out, "overloaded_error") || strings.Contains(out, "late") || strings.Contains(out, "message_stop") {
+		t.Errorf("forwarded:\n%s", out)
+	}
+	var pe ProviderError
+	if !errors.As(endErr, &pe) {
+		t.Errorf("End: %v, want the provider's error", endErr)
 	}
 }

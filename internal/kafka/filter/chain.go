@@ -120,9 +120,12 @@ func (c *Chain) OnResponse(ctx *Context, m Mask, upTo int, resp *Response) error
 			continue
 		}
 		f := c.filters[i]
+		resp.unchanged = false
 		if err := safeResponse(f, ctx, resp); err != nil {
 			return fmt.Errorf("filter %s: %w", f.Name(), err)
 		}
+		resp.handled = true
+		resp.changed = resp.changed || !resp.unchanged
 	}
 	return nil
 }

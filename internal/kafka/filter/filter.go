@@ -125,7 +125,23 @@ type Response struct {
 	// subscribed to the request; nil otherwise.
 	Request kmsg.Request
 	Body    kmsg.Response
+
+	// Set by the chain and by Unchanged; see Untouched.
+	handled, changed, unchanged bool
 }
+
+// Unchanged tells the proxy that the calling filter left the response
+// exactly as it was decoded. When every filter that handled a response
+// says so, the proxy forwards the broker's bytes instead of re-encoding
+// the response: a filter that only had to look (the record-encryption
+// filter on a fetch of unencrypted topics) costs a decode, not a copy. A
+// filter that changed the response, or might have, must not call it; not
+// calling it is always safe.
+func (r *Response) Unchanged() { r.unchanged = true }
+
+// Untouched reports whether at least one filter handled the response and
+// every one of them called Unchanged.
+func (r *Response) Untouched() bool { return r.handled && !r.changed }
 
 // Sender sends a request of the filter's own to the target cluster and
 // waits for its response. It is not the client's connection: the client's

@@ -860,6 +860,13 @@ func (c *conn) filterResponse(p *pending, size int) error {
 		v.m.err(errFilter)
 		return fmt.Errorf("a filter replaced the %s v%d response with one of another key or version", wire.KeyName(key), version)
 	}
+	if fr.Untouched() {
+		// Every filter only looked: the broker's bytes are the answer.
+		if _, err := c.cw.Write(frame); err != nil {
+			return c.clientWriteErr(err)
+		}
+		return nil
+	}
 	// The decoded response may alias frame: encode before frame goes
 	// back to the pool.
 	// The re-encoded frame is about the size of the one read: start from a

@@ -123,11 +123,18 @@ func (f *Filter) OnResponse(_ *filter.Context, resp *filter.Response) error {
 			}
 		}
 	case *kmsg.ProduceResponse:
+		if len(r.Brokers) == 0 {
+			// Decoded for another filter; nothing here to rewrite.
+			resp.Unchanged()
+		}
 		for i := range r.Brokers {
 			b := &r.Brokers[i]
 			adv(b.NodeID, &b.Host, &b.Port)
 		}
 	case *kmsg.FetchResponse:
+		if len(r.Brokers) == 0 {
+			resp.Unchanged()
+		}
 		for i := range r.Brokers {
 			b := &r.Brokers[i]
 			adv(b.NodeID, &b.Host, &b.Port)

@@ -83,12 +83,13 @@ func addFetchFailures(r *kmsg.FetchResponse, fs []failure) {
 }
 
 // onFetchResponse decrypts the records of every selected topic.
-func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchResponse) {
+func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchResponse) (changed bool) {
 	if fs := f.take(c, corr); len(fs) > 0 {
 		addFetchFailures(r, fs)
+		changed = true
 	}
 	if r.ErrorCode != 0 {
-		return
+		return changed
 	}
 	ctx := ctxOf(c)
 	for ti := range r.Topics {
@@ -101,6 +102,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 			n, err := resolveTopic(ctx, c, t.TopicID)
 			if err != nil {
 				code := fetchCode(err)
+				changed = true
 				for pi := range t.Partitions {
 					p := &t.Partitions[pi]
 					if p.ErrorCode == 0 && len(p.RecordBatches) > 0 {
@@ -121,6 +123,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 			if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
 				continue
 			}
+			changed = true
 			out, err := f.openPartition(ctx, name, p.RecordBatches)
 			p.RecordBatches = out
 			if err != nil {
@@ -131,6 +134,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 			}
 		}
 	}
+	return changed
 }
 
 func fetchHasRecords(ps []kmsg.FetchResponseTopicPartition) bool {

@@ -160,7 +160,11 @@ func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 	case *kmsg.ProduceResponse:
 		f.addProduceErrors(c, resp.Header.CorrelationID, r)
 	case *kmsg.FetchResponse:
-		f.onFetchResponse(c, resp.Header.CorrelationID, r)
+		if !f.onFetchResponse(c, resp.Header.CorrelationID, r) {
+			// No selected topic had records: let the proxy forward the
+			// broker's bytes rather than re-encode them.
+			resp.Unchanged()
+		}
 	case *kmsg.ShareFetchResponse:
 		f.onShareFetchResponse(c, r)
 	}

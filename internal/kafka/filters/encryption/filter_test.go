@@ -437,3 +437,37 @@ func TestProduceWarnsWhenEncryptionOutgrowsTheDefaultBatchLimit(t *testing.T) {
 		t.Errorf("the warning does not name the topic:\n%s", logs.String())
 	}
 }
+
+// A fetch that carries no records of an encrypted topic is left as the
+// broker sent it, and the filter says so, so that the proxy forwards the
+// broker's bytes instead of re-encoding them.
+func TestFetchOfUnselectedTopicsIsMarkedUnchanged(t *testing.T) {
+	_, k := testVault(t, "orders-kek")
+	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
+	chain, err := filter.NewChain(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := makeBatch(t, defaultBatchOpts(), rec{value: []byte("a log line")})
+	secret := sealOne(t, f, "orders", makeBatch(t, defaultBatchOpts(), rec{value: []byte("secret")}))
+	for _, tc := range []struct {
+		name      string
+		parts     map[string][]byte
+		untouched bool
+	}{
+		{"only unselected topics", map[string][]byte{"logs": plain}, true},
+		{"an encrypted topic", map[string][]byte{"logs": plain, "orders": secret}, false},
+	} {
+		resp := fetchResponse(12, tc.parts)
+		fr := &filter.Response{Header: filter.Header{Key: 1, Version: 12, CorrelationID: 9}, Body: resp}
+		if err := chain.OnResponse(testCtx(t), chain.ResponseMask(1, 12), 1, fr); err != nil {
+			t.Fatal(err)
+		}
+		if fr.Untouched() != tc.untouched {
+			t.Errorf("%s: Untouched %v, want %v", tc.name, fr.Untouched(), tc.untouched)
+		}
+		if !tc.untouched && !bytes.Equal(fetched(t, resp, "orders").RecordBatches, makeBatch(t, defaultBatchOpts(), rec{value: []byte("secret")})) {
+			t.Errorf("%s: the encrypted topic was not decrypted", tc.name)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
+)
+
+// stampGroups changes every ListGroups response it handles; when it
+// claims Unchanged anyway, the proxy must forward the broker's bytes, so
+// the change never reaches the client. (A filter that changes a response
+// must not claim Unchanged: this one lies to show what the claim does.)
+type stampGroups struct{ claim bool }
+
+func (stampGroups) Name() string { return "stamp-groups" }
+func (stampGroups) Interest() filter.Interest {
+	return filter.Interest{Responses: filter.Keys(int16(kmsg.ListGroups))}
+}
+
+func (s stampGroups) OnResponse(_ *filter.Context, resp *filter.Response) error {
+	resp.Body.(*kmsg.ListGroupsResponse).ErrorCode = kerr.GroupAuthorizationFailed.Code
+	if s.claim {
+		resp.Unchanged()
+	}
+	return nil
+}
+
+func TestUnchangedResponsesAreForwardedAsReceived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		filters []filter.Filter
+		want    int16
+	}{
+		{"every filter unchanged: the broker's bytes", []filter.Filter{stampGroups{claim: true}}, 0},
+		{"one filter changed it: re-encoded", []filter.Filter{stampGroups{claim: false}}, kerr.GroupAuthorizationFailed.Code},
+		{"unchanged and changed: re-encoded", []filter.Filter{stampGroups{claim: true}, stampGroups{claim: false}}, kerr.GroupAuthorizationFailed.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, func(o *Options) { o.Filters = tc.filters })
+			c := dialRaw(t, g.addr)
+			req := kmsg.NewPtrListGroupsRequest()
+			req.Version = 3
+			resp := c.roundTrip(req, 7).(*kmsg.ListGroupsResponse)
+			if resp.ErrorCode != tc.want {
+				t.Errorf("client got error code %d, want %d", resp.ErrorCode, tc.want)
+			}
+		})
+	}
+}

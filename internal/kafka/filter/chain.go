@@ -102,9 +102,12 @@ func (c *Chain) OnRequest(ctx *Context, m Mask, req *Request) (int, error) {
 		if m&(1<<i) == 0 {
 			continue
 		}
+		req.unchanged = false
 		if err := safeRequest(f, ctx, req); err != nil {
 			return i, fmt.Errorf("filter %s: %w", f.Name(), err)
 		}
+		req.handled = true
+		req.changed = req.changed || !req.unchanged
 		if req.response != nil {
 			return i, nil
 		}

@@ -104,7 +104,19 @@ type Request struct {
 	Body kmsg.Request
 
 	response kmsg.Response
+	// Set by the chain and by Unchanged; see Untouched.
+	handled, changed, unchanged bool
 }
+
+// Unchanged tells the proxy that the calling filter left the request
+// exactly as it was decoded; when every filter that handled it says so,
+// the proxy forwards the client's bytes instead of re-encoding the
+// request. As for Response.Unchanged, not calling it is always safe.
+func (r *Request) Unchanged() { r.unchanged = true }
+
+// Untouched reports whether at least one filter handled the request and
+// every one of them called Unchanged.
+func (r *Request) Untouched() bool { return r.handled && !r.changed }
 
 // Respond answers the request without sending it upstream. Filters after
 // this one do not see the request; filters before it see the response, in

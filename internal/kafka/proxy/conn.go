@@ -620,6 +620,18 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 		p.upTo = at
 		return true, nil
 	}
+	if req.Untouched() {
+		// Every filter only looked: the client's bytes go upstream.
+		var size [4]byte
+		binary.BigEndian.PutUint32(size[:], uint32(len(frame)))
+		if _, err := c.uw.Write(size[:]); err != nil {
+			return false, c.upstreamWriteErr(err)
+		}
+		if _, err := c.uw.Write(frame); err != nil {
+			return false, c.upstreamWriteErr(err)
+		}
+		return acks != 0, nil
+	}
 	// Keep the client's header bytes as sent (tags included); encode the
 	// body as the filters left it.
 	// Size the buffer for the frame read plus what a filter may add

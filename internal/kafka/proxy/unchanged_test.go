@@ -51,3 +51,52 @@ func TestUnchangedResponsesAreForwardedAsReceived(t *testing.T) {
 		})
 	}
 }
+
+// renameTopics renames the topics of every CreateTopics request; claiming
+// Unchanged anyway makes the proxy send the client's bytes, so the broker
+// never sees the rename.
+type renameTopics struct{ claim bool }
+
+func (renameTopics) Name() string { return "rename-topics" }
+func (renameTopics) Interest() filter.Interest {
+	return filter.Interest{Requests: filter.Keys(int16(kmsg.CreateTopics))}
+}
+
+func (r renameTopics) OnRequest(_ *filter.Context, req *filter.Request) error {
+	for i := range req.Body.(*kmsg.CreateTopicsRequest).Topics {
+		req.Body.(*kmsg.CreateTopicsRequest).Topics[i].Topic = "renamed"
+	}
+	if r.claim {
+		req.Unchanged()
+	}
+	return nil
+}
+
+func TestUnchangedRequestsAreForwardedAsReceived(t *testing.T) {
+	t.Parallel()
+	for _, claim := range []bool{true, false} {
+		g := startGateway(t, func(o *Options) { o.Filters = []filter.Filter{renameTopics{claim: claim}} })
+		seen := make(chan string, 4)
+		g.broker.ControlKey(int16(kmsg.CreateTopics), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+			g.broker.KeepControl()
+			for _, tp := range kr.(*kmsg.CreateTopicsRequest).Topics {
+				seen <- tp.Topic
+			}
+			return nil, nil, false
+		})
+		c := dialRaw(t, g.addr)
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = 4
+		tp := kmsg.NewCreateTopicsRequestTopic()
+		tp.Topic, tp.NumPartitions, tp.ReplicationFactor = "original", 1, 1
+		req.Topics = append(req.Topics, tp)
+		c.roundTrip(req, 3)
+		want := "renamed"
+		if claim {
+			want = "original"
+		}
+		if got := <-seen; got != want {
+			t.Errorf("claim %v: the broker saw topic %q, want %q", claim, got, want)
+		}
+	}
+}

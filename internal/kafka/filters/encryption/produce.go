@@ -31,6 +31,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 			"topic", name, "partition", p, "error_code", code.Message, "err", err)
 	}
 	topics := r.Topics[:0]
+	touched := false // a selected topic, or a failure, was met
 	for _, t := range r.Topics {
 		name := t.Topic
 		if r.Version >= 13 {
@@ -48,6 +49,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 			topics = append(topics, t)
 			continue
 		}
+		touched = true
 		parts := t.Partitions[:0]
 		for _, p := range t.Partitions {
 			out, err := f.sealPartition(ctx, name, pol, p.Records)
@@ -71,6 +73,10 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 		}
 	}
 	r.Topics = topics
+	if !touched && len(failed) == 0 {
+		// Nothing to encrypt: the client's bytes can go upstream as sent.
+		req.Unchanged()
+	}
 	switch {
 	case len(failed) == 0:
 	case len(r.Topics) == 0:

@@ -577,11 +577,9 @@ func TestAliasBomb(t *testing.T) {
 		"clusters: {local: {bootstrap_servers: [\"127.0.0.1:9092\"]}}",
 		"virtual_clusters: *vcs",
 	)
-	start := time.Now()
+	// The loader must refuse the expansion rather than build 160,000
+	// filters; the error says so (how long it took is not asserted).
 	errs := parseErrs(t, data)
-	if elapsed := time.Since(start); elapsed > 10*time.Second {
-		t.Errorf("got %v to parse, want well under 10s", elapsed)
-	}
 	if !strings.Contains(errs.Error(), "too many aliases") {
 		t.Errorf("got\n%.2000v\nwant an error about aliases", errs)
 	}

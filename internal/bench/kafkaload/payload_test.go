@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -75,5 +76,23 @@ func TestRandomPayloadSize(t *testing.T) {
 		if v := p.next(); len(v) != 100 {
 			t.Fatalf("value of %d bytes, want 100", len(v))
 		}
+	}
+}
+
+// Making a record is one allocation: the record, its header and the
+// header's value together (random payloads come from a shared pool).
+func TestNewRecordIsOneAllocation(t *testing.T) {
+	r := &run{runID: 42}
+	p, err := newPayloads(PayloadRandom, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 5)
+	if n := testing.AllocsPerRun(100, func() { _ = r.newRecord(p.next(), now) }); n != 1 {
+		t.Errorf("%v allocations per record, want 1", n)
+	}
+	got, ok := r.intended(r.newRecord(p.next(), now))
+	if !ok || !got.Equal(now) {
+		t.Errorf("intended time read back as %v (%v), want %v", got, ok, now)
 	}
 }

@@ -177,15 +177,41 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// setDefaults changes the defaults of flags already registered, for a
+// command that wants other ones (shorter phases, say). A value in
+// parentheses only documents the default ("(set by the run)"): the flag
+// keeps its zero value.
+func setDefaults(fs *flag.FlagSet, defaults map[string]string) {
+	for name, v := range defaults {
+		fs.Lookup(name).DefValue = v
+		if !strings.HasPrefix(v, "(") {
+			_ = fs.Set(name, v)
+		}
+	}
+}
+
+// runFlags are the output flags of a single run (bench kafka, bench llm).
+type runFlags struct {
+	label, json, report *string
+	quiet               *bool
+	pids                pidList
+}
+
+func addRunFlags(fs *flag.FlagSet, labelDefault string) *runFlags {
+	r := &runFlags{
+		label:  fs.String("label", "", "name of this run in tables and comparisons (default: "+labelDefault+")"),
+		json:   fs.String("json", "", "write the full result (schema in docs/bench.md) to this file"),
+		report: fs.String("report", "", "write a self-contained HTML report to this file"),
+		quiet:  fs.Bool("quiet", false, "no live progress line"),
+	}
+	fs.Var(&r.pids, "watch-pid", "report the CPU time and peak memory this process used during measurement (repeatable)")
+	return r
+}
+
 func runBenchKafka(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench kafka", stderr)
 	workload := workloadFlags(fs)
-	label := fs.String("label", "", "name of this run in tables and comparisons (default: the bootstrap address)")
-	jsonPath := fs.String("json", "", "write the full result (schema in docs/bench.md) to this file")
-	htmlPath := fs.String("report", "", "write a self-contained HTML report to this file")
-	quiet := fs.Bool("quiet", false, "no live progress line")
-	var pids pidList
-	fs.Var(&pids, "watch-pid", "report the CPU time and memory this process used during measurement (repeatable)")
+	out := addRunFlags(fs, "the bootstrap address")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -193,10 +219,11 @@ func runBenchKafka(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if *label == "" {
-		*label = strings.Join(w.Bootstrap, ",")
+	if *out.label == "" {
+		*out.label = strings.Join(w.Bootstrap, ",")
 	}
-	res, err := kafkaload.Run(ctx, w, runOptions(*label, pids, *quiet, stderr, args))
+	label, jsonPath, htmlPath := out.label, out.json, out.report
+	res, err := kafkaload.Run(ctx, w, runOptions(*label, out.pids, *out.quiet, stderr, args))
 	if err != nil {
 		return err
 	}
@@ -303,10 +330,7 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var pids pidList
 	fs.Var(&pids, "watch-pid", "report this process's CPU time at each step (repeatable)")
 	// Sweep steps are short by default.
-	for name, v := range map[string]string{"warmup": "3s", "duration": "10s", "window": "2s"} {
-		fs.Lookup(name).DefValue = v
-		_ = fs.Set(name, v)
-	}
+	setDefaults(fs, map[string]string{"warmup": "3s", "duration": "10s", "window": "2s"})
 	if err := parse(fs, args); err != nil {
 		return err
 	}

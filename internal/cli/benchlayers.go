@@ -65,12 +65,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	rounds := fs.Int("rounds", 1, "measure every setup this many times, interleaved (direct, passthrough, ..., direct, ...); the table shows each setup's median round by publish p99")
 	// A layer table must finish in minutes here: short phases by default.
-	for name, v := range map[string]string{"warmup": "5s", "duration": "20s", "window": "2s", "rate": "5000", "bootstrap": "(set by the run)"} {
-		fs.Lookup(name).DefValue = v
-		if name != "bootstrap" {
-			_ = fs.Set(name, v)
-		}
-	}
+	setDefaults(fs, map[string]string{"warmup": "5s", "duration": "20s", "window": "2s", "rate": "5000", "bootstrap": "(set by the run)"})
 	if err := parse(fs, args); err != nil {
 		return err
 	}

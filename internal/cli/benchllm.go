@@ -45,12 +45,7 @@ func llmWorkloadFlags(fs *flag.FlagSet) func() (llmload.Workload, error) {
 func runBenchLLM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench llm", stderr)
 	workload := llmWorkloadFlags(fs)
-	label := fs.String("label", "", "name of this run in tables and comparisons (default: the URL)")
-	jsonPath := fs.String("json", "", "write the full result (schema in docs/bench.md) to this file")
-	htmlPath := fs.String("report", "", "write a self-contained HTML report to this file")
-	quiet := fs.Bool("quiet", false, "no live progress line")
-	var pids pidList
-	fs.Var(&pids, "watch-pid", "report the CPU time and peak memory this process used during measurement (repeatable)")
+	out := addRunFlags(fs, "the URL")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -58,11 +53,12 @@ func runBenchLLM(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if *label == "" {
-		*label = w.URL
+	if *out.label == "" {
+		*out.label = w.URL
 	}
-	opt := llmload.Options{Label: *label, WatchPIDs: pids, Args: append([]string{"strait", "bench", "llm"}, args...)}
-	if !*quiet {
+	label, jsonPath, htmlPath := out.label, out.json, out.report
+	opt := llmload.Options{Label: *label, WatchPIDs: out.pids, Args: append([]string{"strait", "bench", "llm"}, args...)}
+	if !*out.quiet {
 		opt.Progress, opt.Overwrite = stderr, isTerminal(stderr)
 	}
 	res, err := llmload.Run(ctx, w, opt)

@@ -65,12 +65,7 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	jsonPath := fs.String("json", "", "write every run's result, as a JSON array, to this file")
 	htmlPath := fs.String("report", "", "write a self-contained HTML report of every run's latency curves")
 	quiet := fs.Bool("quiet", false, "no live progress line")
-	for name, v := range map[string]string{"warmup": "3s", "duration": "10s", "window": "2s", "rate": "200", "url": "(set by the run)"} {
-		fs.Lookup(name).DefValue = v
-		if name != "url" {
-			_ = fs.Set(name, v)
-		}
-	}
+	setDefaults(fs, map[string]string{"warmup": "3s", "duration": "10s", "window": "2s", "rate": "200", "url": "(set by the run)"})
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -63,15 +63,24 @@ func KafkaRun(k *result.Kafka) Run {
 			{"peak backlog", "records", float64(k.PeakBacklog)},
 		},
 	}
-	for _, p := range k.Processes {
+	r.Metrics = append(r.Metrics, processMetrics(k.Processes, k.DurationS, Metric{Name: "CPU per MB/s", Unit: "mc"},
+		func(p result.Process) float64 { return p.MsCPUPerMBps })...)
+	return r
+}
+
+// processMetrics are each watched process's CPU, sizing figure (named and
+// measured by sizing and figure) and peak memory.
+func processMetrics(ps []result.Process, durationS float64, sizing Metric, figure func(result.Process) float64) []Metric {
+	var out []Metric
+	for _, p := range ps {
 		name := processName(p)
-		r.Metrics = append(r.Metrics,
-			Metric{name + " CPU", "cores", cores(p, k.DurationS)},
-			Metric{name + " CPU per MB/s", "mc", p.MsCPUPerMBps},
+		out = append(out,
+			Metric{name + " CPU", "cores", cores(p, durationS)},
+			Metric{name + " " + sizing.Name, sizing.Unit, figure(p)},
 			Metric{name + " peak RSS", "MiB", float64(p.PeakRSSBytes) / (1 << 20)},
 		)
 	}
-	return r
+	return out
 }
 
 // KafkaRuns converts Kafka results to Runs.
@@ -240,14 +249,8 @@ func LLMRun(l *result.LLM) Run {
 	if l.FirstEvent != nil {
 		r.Series = append(r.Series, Series{SeriesFirstEvent, *l.FirstEvent})
 	}
-	for _, p := range l.Processes {
-		name := processName(p)
-		r.Metrics = append(r.Metrics,
-			Metric{name + " CPU", "cores", cores(p, l.DurationS)},
-			Metric{name + " CPU per 1,000 requests", "ms", p.CPUPerKRequests},
-			Metric{name + " peak RSS", "MiB", float64(p.PeakRSSBytes) / (1 << 20)},
-		)
-	}
+	r.Metrics = append(r.Metrics, processMetrics(l.Processes, l.DurationS, Metric{Name: "CPU per 1,000 requests", Unit: "ms"},
+		func(p result.Process) float64 { return p.CPUPerKRequests })...)
 	return r
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,14 +63,9 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 
 func addFetchFailures(r *kmsg.FetchResponse, fs []failure) {
 	for _, fl := range fs {
-		i := 0
-		for ; i < len(r.Topics); i++ {
-			t := &r.Topics[i]
-			if (r.Version >= 13 && t.TopicID == fl.topicID) || (r.Version < 13 && t.Topic == fl.topic) {
-				break
-			}
-		}
-		if i == len(r.Topics) {
+		i := slices.IndexFunc(r.Topics, func(t kmsg.FetchResponseTopic) bool { return fl.of(r.Version, t.Topic, t.TopicID) })
+		if i < 0 {
+			i = len(r.Topics)
 			t := kmsg.NewFetchResponseTopic()
 			t.Topic, t.TopicID = fl.topic, fl.topicID
 			r.Topics = append(r.Topics, t)

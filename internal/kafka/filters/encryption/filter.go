@@ -196,6 +196,16 @@ type failure struct {
 	msg       string
 }
 
+// of reports whether fl is about the response topic named name (before
+// version 13) or with topic ID id (13 and later: Produce and Fetch switched
+// to IDs at the same version).
+func (fl failure) of(version int16, name string, id [16]byte) bool {
+	if version >= 13 {
+		return id == fl.topicID
+	}
+	return name == fl.topic
+}
+
 // connState holds, per connection, the failures to add to responses, by
 // correlation id. Requests and responses run on different goroutines.
 type connState struct {

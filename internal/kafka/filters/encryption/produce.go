@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -129,14 +130,9 @@ func (f *Filter) addProduceErrors(c *filter.Context, corr int32, r *kmsg.Produce
 
 func addProduceFailures(r *kmsg.ProduceResponse, fs []failure) {
 	for _, fl := range fs {
-		i := 0
-		for ; i < len(r.Topics); i++ {
-			t := &r.Topics[i]
-			if (r.Version >= 13 && t.TopicID == fl.topicID) || (r.Version < 13 && t.Topic == fl.topic) {
-				break
-			}
-		}
-		if i == len(r.Topics) {
+		i := slices.IndexFunc(r.Topics, func(t kmsg.ProduceResponseTopic) bool { return fl.of(r.Version, t.Topic, t.TopicID) })
+		if i < 0 {
+			i = len(r.Topics)
 			t := kmsg.NewProduceResponseTopic()
 			t.Topic, t.TopicID = fl.topic, fl.topicID
 			r.Topics = append(r.Topics, t)

@@ -17,12 +17,13 @@ import (
 // NewRegistry returns a registry with the Go runtime and process collectors.
 func NewRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), logSuppressed)
 	return r
 }
 
 // NewLogger builds the process logger. level is debug, info, warn or error;
-// format is text or json.
+// format is text or json. Repeated warnings and errors are throttled per
+// peer (see NewThrottle) so that one misbehaving client cannot fill a disk.
 func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
@@ -31,9 +32,9 @@ func NewLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
 	case "", "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(NewThrottle(slog.NewTextHandler(w, opts), DefaultThrottleInterval)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(NewThrottle(slog.NewJSONHandler(w, opts), DefaultThrottleInterval)), nil
 	}
 	return nil, fmt.Errorf("log format %q: want text or json", format)
 }

@@ -62,7 +62,12 @@ type Options struct {
 	// DataDir, if set, persists the cluster across restarts (kfake
 	// DataDir). "" keeps everything in memory. On restart the topics,
 	// records, offsets and configs in DataDir come back, while the SASL
-	// users are always the ones in Users: see Start.
+	// users are always the ones in Users: see Start. After a crash
+	// (no Close) they come back too, but for the requests in flight:
+	// a topic is saved before the first records produced to it are
+	// stored (topics.go), and records are in their segment files
+	// before they are acknowledged (on disk, not only in the page
+	// cache, with SyncWrites).
 	DataDir string
 
 	// SyncWrites fsyncs every produced batch when DataDir is set.
@@ -232,6 +237,9 @@ func Start(opts Options) (*Cluster, error) {
 	if versions != nil {
 		installSASLHandshakeFix(kf, versions)
 	}
+	if opts.DataDir != "" {
+		installTopicSaver(kf, opts.DataDir, opts.Logger)
+	}
 	for _, t := range opts.Topics {
 		// SeedTopics would be skipped when DataDir already holds a
 		// cluster, so create whatever is missing either way.
@@ -261,9 +269,10 @@ func (c *Cluster) Addrs() []string {
 // not be called after Close: most of them block forever on a closed cluster.
 //
 // With SASL on, the cluster already holds an ApiVersions ControlKey
-// (apiversions.go). kfake runs controls in the order they were added and stops
-// at the first that answers, so a later ApiVersions control sees only the
-// requests that one leaves to kfake.
+// (apiversions.go), and with DataDir a Produce ControlKey (topics.go). kfake
+// runs controls in the order they were added and stops at the first that
+// answers, so a later control of the same key sees only the requests those
+// leave to kfake.
 func (c *Cluster) Kfake() *kfake.Cluster { return c.kf }
 
 // Close stops the cluster, persisting it first when DataDir is set. It is

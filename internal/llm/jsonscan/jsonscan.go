@@ -143,6 +143,71 @@ func ScanRequest(body []byte) (Request, error) {
 	return req, nil
 }
 
+// PathAt returns the path of the innermost value of the JSON text b that
+// holds the byte at offset off: member names joined by dots, array indices
+// in brackets, as in messages[2].content[0].text; "" for the top-level value.
+// It is for error messages, so that a decoder's byte offset can be told to
+// a client as the field it is about. Scanning stops, returning the path so
+// far, where b is not valid JSON.
+func PathAt(b []byte, off int) string {
+	var path []byte
+	s := scanner{b: b}
+	s.space()
+	for depth := 1; s.i < len(b) && (b[s.i] == '{' || b[s.i] == '['); depth++ {
+		obj := b[s.i] == '{'
+		s.i++
+		for n := 0; ; n++ {
+			s.space()
+			if s.i >= len(b) || b[s.i] == '}' || b[s.i] == ']' {
+				return string(path)
+			}
+			var key []byte
+			if obj {
+				ks := s.i
+				if b[s.i] != '"' || s.str() != nil {
+					return string(path)
+				}
+				key = b[ks+1 : s.i-1]
+				if s.escaped {
+					k, ok := unquote(key)
+					if !ok {
+						return string(path)
+					}
+					key = []byte(k)
+				}
+				s.space()
+				if s.i >= len(b) || b[s.i] != ':' {
+					return string(path)
+				}
+				s.i++
+				s.space()
+			}
+			start := s.i
+			if s.value(depth) != nil {
+				return string(path)
+			}
+			if off >= start && off < s.i {
+				if !obj {
+					path = append(strconv.AppendInt(append(path, '['), int64(n), 10), ']')
+				} else {
+					if len(path) > 0 {
+						path = append(path, '.')
+					}
+					path = append(path, key...)
+				}
+				s.i = start
+				break
+			}
+			s.space()
+			if s.i >= len(b) || b[s.i] != ',' {
+				return string(path)
+			}
+			s.i++
+		}
+	}
+	return string(path)
+}
+
 // Splice returns body with the bytes from start to end (a JSON value, as
 // ScanRequest reports for the model) replaced by s as a JSON string. The
 // result is a new slice; body is not changed.

@@ -264,3 +264,39 @@ func BenchmarkJSONValidForComparison(b *testing.B) {
 		}
 	}
 }
+
+func TestPathAt(t *testing.T) {
+	const doc = `{"model":"m", "messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"text","text":5}]}],` +
+		`"a\u002eb":{"x\"y":[[1,[2]]]}}`
+	for _, tt := range []struct {
+		at   string // the first occurrence of at in doc, or "" for offset 0
+		path string
+	}{
+		{"", ""},
+		{`"m"`, "model"},
+		{`"hi"`, "messages[0].content"},
+		{`{"role":"user","content":"hi"}`, "messages[0]"},
+		{`5}`, "messages[1].content[0].text"},
+		{`[{"type"`, "messages[1].content"},
+		{`:[{"role"`, ""}, // the colon is the top-level object's own
+		{`2]`, `a.b.x"y[0][1][0]`},
+	} {
+		off := strings.Index(doc, tt.at)
+		if off < 0 {
+			t.Fatalf("%q is not in the document", tt.at)
+		}
+		if got := PathAt([]byte(doc), off); got != tt.path {
+			t.Errorf("PathAt at %q (byte %d) = %q, want %q", tt.at, off, got, tt.path)
+		}
+	}
+	// Past the end, and in broken JSON, the path so far.
+	if got := PathAt([]byte(doc), len(doc)+5); got != "" {
+		t.Errorf("past the end: %q", got)
+	}
+	if got := PathAt([]byte(`{"a":[1,{"b":2}],"c":`), 13); got != "a[1].b" {
+		t.Errorf("in JSON broken after the offset: %q, want a[1].b", got)
+	}
+	if got := PathAt([]byte(`{"a":[1,{"b":`), 12); got != "" {
+		t.Errorf("in a value that is not closed: %q, want the path so far, \"\"", got)
+	}
+}

@@ -160,8 +160,10 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 	req.MaxCompletionTokens = *in.MaxTokens
 	for _, k := range sortedKeys(in.Metadata) {
 		if k == "user_id" {
-			if err := json.Unmarshal(in.Metadata[k], &req.User); err != nil && !isNull(in.Metadata[k]) {
-				return nil, false, badRequest("metadata.user_id", "metadata.user_id must be a string")
+			if !isNull(in.Metadata[k]) {
+				if err := decodeField(in.Metadata[k], &req.User, "metadata.user_id", "a string"); err != nil {
+					return nil, false, err
+				}
 			}
 		} else if !isNull(in.Metadata[k]) {
 			t.drop("metadata." + k)
@@ -198,8 +200,8 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 func (t *reqTranslation) anthropicSystem(raw json.RawMessage) (any, error) {
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, badRequest("system", "system: %s", jsonErrText(err))
+		if err := decodeField(raw, &s, "system", "a string"); err != nil {
+			return nil, err
 		}
 		if s == "" {
 			return nil, nil
@@ -207,8 +209,8 @@ func (t *reqTranslation) anthropicSystem(raw json.RawMessage) (any, error) {
 		return s, nil
 	}
 	var blocks []anBlockIn
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, badRequest("system", "system must be a string or an array of text blocks: %s", jsonErrText(err))
+	if err := decodeField(raw, &blocks, "system", "a string or an array of text blocks"); err != nil {
+		return nil, err
 	}
 	parts := make([]oaPartOut, 0, len(blocks))
 	for i, b := range blocks {
@@ -249,14 +251,14 @@ func (t *reqTranslation) anthropicMessage(m *anMessageIn, at string) ([]oaMessag
 	}
 	if m.Content[0] == '"' {
 		var s string
-		if err := json.Unmarshal(m.Content, &s); err != nil {
-			return nil, badRequest(at+".content", "%s.content: %s", at, jsonErrText(err))
+		if err := decodeField(m.Content, &s, at+".content", "a string"); err != nil {
+			return nil, err
 		}
 		return []oaMessageOut{{Role: m.Role, Content: s}}, nil
 	}
 	var blocks []anBlockIn
-	if err := json.Unmarshal(m.Content, &blocks); err != nil {
-		return nil, badRequest(at+".content", "%s.content must be a string or an array of content blocks: %s", at, jsonErrText(err))
+	if err := decodeField(m.Content, &blocks, at+".content", "a string or an array of content blocks"); err != nil {
+		return nil, err
 	}
 	var out []oaMessageOut
 	var parts []oaPartOut
@@ -387,15 +389,15 @@ func (t *reqTranslation) toolMessage(b *anBlockIn, at string) (oaMessageOut, err
 	}
 	if b.Content[0] == '"' {
 		var s string
-		if err := json.Unmarshal(b.Content, &s); err != nil {
-			return oaMessageOut{}, badRequest(at+".content", "%s.content: %s", at, jsonErrText(err))
+		if err := decodeField(b.Content, &s, at+".content", "a string"); err != nil {
+			return oaMessageOut{}, err
 		}
 		msg.Content = s
 		return msg, nil
 	}
 	var inner []anBlockIn
-	if err := json.Unmarshal(b.Content, &inner); err != nil {
-		return oaMessageOut{}, badRequest(at+".content", "%s.content must be a string or an array of blocks: %s", at, jsonErrText(err))
+	if err := decodeField(b.Content, &inner, at+".content", "a string or an array of content blocks"); err != nil {
+		return oaMessageOut{}, err
 	}
 	parts := make([]oaPartOut, 0, len(inner))
 	for k, ib := range inner {
@@ -429,6 +431,9 @@ func (t *reqTranslation) anthropicTools(in *anRequestIn, req *oaRequest) error {
 		}
 		schema := emptySchema
 		if !isNull(tool.InputSchema) {
+			if tool.InputSchema[0] != '{' {
+				return badRequest(at+".input_schema", "%s.input_schema must be a JSON Schema object, not %s", at, kindOf(tool.InputSchema))
+			}
 			schema = tool.InputSchema
 		}
 		req.Tools = append(req.Tools, oaToolOut{Type: "function",
@@ -443,8 +448,8 @@ func (t *reqTranslation) anthropicTools(in *anRequestIn, req *oaRequest) error {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	}
-	if err := json.Unmarshal(raw, &tc); err != nil {
-		return badRequest("tool_choice", "tool_choice must be an object with a type")
+	if err := decodeField(raw, &tc, "tool_choice", "an object with a type"); err != nil {
+		return err
 	}
 	switch tc.Type {
 	case "auto":

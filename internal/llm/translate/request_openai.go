@@ -144,7 +144,9 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return &fieldError{"stop", "stop must be a string or an array of strings"}
+		// stop is a top-level field, so its path is known here.
+		path, msg := explainDecode(b, err, "", "stop", "a string or an array of strings")
+		return &fieldError{path, msg}
 	}
 	*s = many
 	return nil
@@ -324,8 +326,8 @@ func (t *reqTranslation) openAIMessages(msgs []oaMessage) (system []string, out 
 			if !isNull(m.Content) {
 				if m.Content[0] == '"' {
 					var s string
-					if err := json.Unmarshal(m.Content, &s); err != nil {
-						return nil, nil, badRequest(at+".content", "%s.content: %s", at, jsonErrText(err))
+					if err := decodeField(m.Content, &s, at+".content", "a string"); err != nil {
+						return nil, nil, err
 					}
 					if s != "" {
 						b.Content = s
@@ -438,14 +440,14 @@ func textOnly(raw json.RawMessage, at string) (string, error) {
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", badRequest(at+".content", "%s.content: %s", at, jsonErrText(err))
+		if err := decodeField(raw, &s, at+".content", "a string"); err != nil {
+			return "", err
 		}
 		return s, nil
 	}
 	var parts []oaPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", badRequest(at+".content", "%s.content must be a string or an array of content parts: %s", at, jsonErrText(err))
+	if err := decodeField(raw, &parts, at+".content", "a string or an array of content parts"); err != nil {
+		return "", err
 	}
 	texts := make([]string, 0, len(parts))
 	for j, p := range parts {
@@ -467,8 +469,8 @@ func (t *reqTranslation) openAIParts(raw json.RawMessage, at string, assistant b
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, badRequest(at+".content", "%s.content: %s", at, jsonErrText(err))
+		if err := decodeField(raw, &s, at+".content", "a string"); err != nil {
+			return nil, err
 		}
 		if s == "" {
 			return nil, nil
@@ -476,8 +478,8 @@ func (t *reqTranslation) openAIParts(raw json.RawMessage, at string, assistant b
 		return []anBlock{textBlock(s)}, nil
 	}
 	var parts []oaPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, badRequest(at+".content", "%s.content must be a string or an array of content parts: %s", at, jsonErrText(err))
+	if err := decodeField(raw, &parts, at+".content", "a string or an array of content parts"); err != nil {
+		return nil, err
 	}
 	blocks := make([]anBlock, 0, len(parts))
 	for j, p := range parts {
@@ -592,6 +594,9 @@ func (t *reqTranslation) openAITools(in *oaRequestIn, req *anRequest) error {
 		}
 		schema := emptySchema
 		if !isNull(fn.Parameters) {
+			if fn.Parameters[0] != '{' {
+				return badRequest(at+".function.parameters", "%s.function.parameters must be a JSON Schema object, not %s", at, kindOf(fn.Parameters))
+			}
 			schema = fn.Parameters
 		}
 		req.Tools = append(req.Tools, anTool{Name: fn.Name, Description: fn.Description, InputSchema: schema})

@@ -89,6 +89,16 @@ func badResponse(format string, args ...any) *Error {
 	return &Error{Status: 502, Kind: KindAPIError, Message: "the provider's response " + sprintf(format, args...)}
 }
 
+// undecodable is the error for a provider response body that json.Unmarshal
+// refused with err; what names what the body should have been.
+func undecodable(body []byte, err error, what string) *Error {
+	path, msg := explainDecode(body, err, "the provider's response", "", "a JSON object")
+	if path == "" {
+		return &Error{Status: 502, Kind: KindAPIError, Message: msg}
+	}
+	return badResponse("is not %s: %s", what, msg)
+}
+
 // Response translates a non-streaming success response body from provider
 // into client dialect. clientModel is the model name the client asked for,
 // put into the response's model field so that a rewritten model name does
@@ -112,13 +122,13 @@ func Response(provider, client Dialect, body []byte, clientModel string) ([]byte
 	if provider == Anthropic {
 		var r anResponse
 		if err := json.Unmarshal(body, &r); err != nil {
-			return nil, badResponse("is not a valid Anthropic message: %s", jsonErrText(err))
+			return nil, undecodable(body, err, "a valid Anthropic message")
 		}
 		return anthropicToOpenAIResponse(&r, clientModel), nil
 	}
 	var r oaResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, badResponse("is not a valid OpenAI chat completion: %s", jsonErrText(err))
+		return nil, undecodable(body, err, "a valid OpenAI chat completion")
 	}
 	return openAIToAnthropicResponse(&r, clientModel)
 }

@@ -3,8 +3,6 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 	"strings"
 
@@ -169,49 +167,13 @@ func (t *reqTranslation) dropUnknown(body []byte, handled []string) {
 // naming the offending field.
 func decodeBody(body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return badRequest(te.Field, "%s is a JSON %s, which is not valid there", te.Field, te.Value)
-		}
-		if errors.As(err, &te) {
-			return badRequest("", "the request body is a JSON %s; send a JSON object", te.Value)
-		}
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			return badRequest(fe.field, "%s", fe.msg)
-		}
-		return badRequest("", "the request body is not valid JSON: %s", jsonErrText(err))
+		path, msg := explainDecode(body, err, "the request body", "", "a JSON object")
+		return badRequest(path, "%s", msg)
 	}
 	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
-		return badRequest("", "the request body is null; send a JSON object")
+		return badRequest("", "the request body must be a JSON object, not null")
 	}
 	return nil
-}
-
-// fieldError is returned by custom unmarshalers for a field of the wrong
-// shape.
-type fieldError struct{ field, msg string }
-
-func (e *fieldError) Error() string { return e.msg }
-
-// jsonErrText shortens a decoding error for a client.
-func jsonErrText(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return sprintf("invalid JSON at byte %d: %s", se.Offset, se.Error())
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "value"
-		}
-		return sprintf("%s is a JSON %s, want %s", field, te.Value, te.Type)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "the JSON ends early"
-	}
-	return err.Error()
 }
 
 // replaceModel sets the top-level "model" of body to model, keeping every
@@ -219,17 +181,19 @@ func jsonErrText(err error) string {
 func replaceModel(body []byte, model string) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // '{', checked by decodeBody
-		return nil, badRequest("", "the request body is not a JSON object")
+		return nil, badRequest("", "the request body must be a JSON object")
 	}
 	newVal := jsonscan.AppendString(nil, model)
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return nil, badRequest("", "the request body is not valid JSON: %s", jsonErrText(err))
+			_, msg := explainDecode(body, err, "the request body", "", "a JSON object")
+			return nil, badRequest("", "%s", msg)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, badRequest("", "the request body is not valid JSON: %s", jsonErrText(err))
+			_, msg := explainDecode(body, err, "the request body", "", "a JSON object")
+			return nil, badRequest("", "%s", msg)
 		}
 		if key != "model" {
 			continue

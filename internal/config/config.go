@@ -26,6 +26,9 @@ const (
 	DefaultMaxFrameBytes  = 100 << 20 // 100 MiB
 	DefaultMaxInflight    = 256
 	DefaultIdleTimeout    = 10 * time.Minute
+	// DefaultFrameReadTimeout matches a Kafka client's default
+	// request.timeout.ms: by then the client has given up on the request.
+	DefaultFrameReadTimeout = 30 * time.Second
 	// DefaultNodePortCount is how many node ports a virtual cluster gets
 	// when node_ports.end is left out (node ids 0..999).
 	DefaultNodePortCount = 1000
@@ -133,6 +136,11 @@ type VirtualCluster struct {
 	// IdleTimeout closes a client connection that sends nothing for this
 	// long, as a broker's connections.max.idle.ms does; 0 never does.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// FrameReadTimeout is how long the rest of a request frame may take to
+	// arrive once its size has; a client that stalls part-way through a
+	// frame is disconnected then (with its broker connection) instead of
+	// at IdleTimeout.
+	FrameReadTimeout Duration `yaml:"frame_read_timeout"`
 	// Filters is the ordered filter chain.
 	Filters []Filter `yaml:"filters"`
 }
@@ -296,6 +304,9 @@ func (c *Config) applyDefaults() {
 		}
 		if !c.set[p+".idle_timeout"] && vc.IdleTimeout.Duration == 0 {
 			vc.IdleTimeout.Duration = DefaultIdleTimeout
+		}
+		if !c.set[p+".frame_read_timeout"] && vc.FrameReadTimeout.Duration == 0 {
+			vc.FrameReadTimeout.Duration = DefaultFrameReadTimeout
 		}
 		if vc.TLS != nil {
 			if vc.TLS.ClientAuth == "" {

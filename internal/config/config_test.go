@@ -109,6 +109,7 @@ func TestParseDefaults(t *testing.T) {
 		{"max_frame_bytes", vc.MaxFrameBytes, 104857600},
 		{"max_inflight", vc.MaxInflight, 256},
 		{"idle_timeout", vc.IdleTimeout.Duration, 10 * time.Minute},
+		{"frame_read_timeout", vc.FrameReadTimeout.Duration, 30 * time.Second},
 		{"vc tls", vc.TLS, (*TLSServer)(nil)},
 		{"filters", len(vc.Filters), 0},
 		{"file", cfg.File, "strait.yaml"},
@@ -154,6 +155,7 @@ func TestParseFull(t *testing.T) {
 		"    cluster: b",
 		"    listen: 127.0.0.2:19092",
 		"    node_ports: {start: 65000}",
+		"    frame_read_timeout: 2m",
 		"  - name: three",
 		"    cluster: b",
 		"    listen: 127.0.0.3:19092", // same port as two, other host: allowed
@@ -194,6 +196,7 @@ func TestParseFull(t *testing.T) {
 		{"filter config limits", second.Limits, []int{1, 2}},
 		{"two end defaults to start+999", two.NodePorts, NodePorts{65000, 65535}},
 		{"two advertised", two.AdvertisedHost(), "127.0.0.2"},
+		{"two frame_read_timeout", two.FrameReadTimeout.Duration, 2 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,6 +307,8 @@ func TestErrors(t *testing.T) {
 		{"max_inflight zero", with(0, "", "    max_inflight: 0"), "virtual_clusters[0].max_inflight", 8, "must be 1-65536"},
 		{"max_inflight too large", with(0, "", "    max_inflight: 65537"), "virtual_clusters[0].max_inflight", 8, "must be 1-65536"},
 		{"idle_timeout negative", with(0, "", "    idle_timeout: -1s"), "virtual_clusters[0].idle_timeout", 8, "must not be negative"},
+		{"frame_read_timeout zero", with(0, "", "    frame_read_timeout: 0s"), "virtual_clusters[0].frame_read_timeout", 8, "must be greater than 0 (the default is 30s)"},
+		{"frame_read_timeout negative", with(0, "", "    frame_read_timeout: -5s"), "virtual_clusters[0].frame_read_timeout", 8, "until idle_timeout"},
 		{"max_inflight not a number", with(0, "", "    max_inflight: lots"), "virtual_clusters[0].max_inflight", 8, `must be a whole number, not "lots"`},
 		{"duplicate key", with(0, "", "    listen: 127.0.0.1:29092"), "virtual_clusters[0].listen", 8, "duplicate key \"listen\" (first given on line 7)"},
 		{"filter type required", with(0, "", "    filters:", "      - config: {a: 1}"), "virtual_clusters[0].filters[0].type", 9, "is required"},

@@ -219,6 +219,9 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 	if vc.IdleTimeout.Duration < 0 {
 		v.add(p+".idle_timeout", "must not be negative (e.g. 10m; 0s keeps idle connections open)")
 	}
+	if vc.FrameReadTimeout.Duration <= 0 {
+		v.add(p+".frame_read_timeout", fmt.Sprintf("must be greater than 0 (the default is %s): it is how long a client may take to send the rest of a request once its size has arrived, and without it a stalled client holds a broker connection until idle_timeout", DefaultFrameReadTimeout))
+	}
 	if vc.MaxInflight < 1 || vc.MaxInflight > 65536 {
 		v.add(p+".max_inflight", fmt.Sprintf("%d is out of range: must be 1-65536 (the default is %d)", vc.MaxInflight, DefaultMaxInflight))
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/straitgw/strait/internal/cli"
 )
 
@@ -153,5 +155,39 @@ func TestValidateExample(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "is valid") {
 		t.Errorf("stdout %q does not say the config is valid", stdout)
+	}
+}
+
+// Every example has an admin port of its own, so that the README's Kafka and
+// LLM gateways (and any two examples) can run side by side.
+func TestExamplesHaveTheirOwnAdminPorts(t *testing.T) {
+	paths, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(paths) < 2 {
+		t.Fatalf("examples: %v %v", paths, err)
+	}
+	seen := map[string]string{}
+	for _, p := range paths {
+		var cfg struct {
+			Admin struct {
+				Listen string `yaml:"listen"`
+			} `yaml:"admin"`
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(raw, &cfg); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if cfg.Admin.Listen == "" {
+			continue
+		}
+		if other, ok := seen[cfg.Admin.Listen]; ok {
+			t.Errorf("%s and %s both put the admin listener on %s", other, filepath.Base(p), cfg.Admin.Listen)
+		}
+		seen[cfg.Admin.Listen] = filepath.Base(p)
+	}
+	if seen["127.0.0.1:9190"] != "passthrough.yaml" {
+		t.Errorf("passthrough.yaml's admin listener is not on 127.0.0.1:9190, where the README says: %v", seen)
 	}
 }

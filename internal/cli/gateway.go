@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -100,11 +102,24 @@ func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error)
 	return cfg, filters, nil
 }
 
-// startGateway starts every virtual cluster and the admin server.
+// startGateway starts every virtual cluster, the LLM gateway and the admin
+// server. When one of them cannot start, the ones started before are
+// stopped and the error says only what failed. The LLM listeners are bound
+// first but served last, once nothing else can fail: a gateway stopped
+// before it served logged that it had stopped serving, with an error of
+// its own ("Serve called after Shutdown") after the real one.
 func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *slog.Logger) (*gateway, error) {
 	reg := telemetry.NewRegistry()
 	km := telemetry.NewKafkaMetrics(reg)
 	g := &gateway{log: log, drain: cfg.Shutdown.DrainTimeout}
+	if cfg.LLM != nil {
+		l, err := bindLLM(cfg.LLM, reg, log)
+		if err != nil {
+			g.stop(context.Background())
+			return nil, err
+		}
+		g.llm = l
+	}
 	for _, vcc := range cfg.VirtualClusters {
 		cl := cfg.Clusters[vcc.Cluster]
 		target := proxy.Target{
@@ -152,23 +167,38 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 		}
 		g.vcs = append(g.vcs, vc)
 	}
-	if cfg.LLM != nil {
-		l, err := startLLM(cfg.LLM, reg, log)
-		if err != nil {
-			g.stop(context.Background())
-			return nil, err
-		}
-		g.llm = l
-	}
 	if cfg.Admin.Listen != "" {
 		a, err := admin.Listen(cfg.Admin.Listen, reg, g.ready, log)
 		if err != nil {
 			g.stop(context.Background())
-			return nil, err
+			return nil, listenError("admin listener", "admin.listen", cfg.Admin.Listen, err)
 		}
 		g.admin = a
 	}
+	if g.llm != nil {
+		g.llm.serve()
+	}
 	return g, nil
+}
+
+// listenError says which listener could not listen on addr and why, and
+// names the config key to change.
+func listenError(what, key, addr string, err error) error {
+	var why string
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("%s: cannot listen on %s: the port is already in use: stop what holds it (another strait?) or change %s", what, addr, key)
+	case errors.Is(err, syscall.EACCES):
+		why = "permission denied (ports below 1024 need privileges)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		why = "the address is not one of this host's"
+	case errors.As(err, &oe):
+		why = oe.Err.Error()
+	default:
+		why = err.Error()
+	}
+	return fmt.Errorf("%s: cannot listen on %s: %s: change %s", what, addr, why, key)
 }
 
 func (g *gateway) ready() error {

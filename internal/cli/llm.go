@@ -15,11 +15,20 @@ import (
 	"github.com/straitgw/strait/internal/llm/translate"
 )
 
-// llmGateway is the running LLM gateway and its listeners.
+// llmGateway is the LLM gateway and its listeners: bound by bindLLM, served
+// from serve on.
 type llmGateway struct {
 	g      *llmgw.Gateway
+	log    *slog.Logger
+	lns    []llmListener
 	served chan error // one value per listener, when its Serve returns
-	n      int
+	n      int        // how many listeners serve
+}
+
+type llmListener struct {
+	ln    net.Listener
+	spec  llmgw.Listener
+	proto string
 }
 
 // llmOptions turns the llm section into gateway options.
@@ -70,8 +79,9 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 	return opts, nil
 }
 
-// startLLM starts the LLM gateway on every listener of the llm section.
-func startLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGateway, error) {
+// bindLLM builds the LLM gateway and opens every listener of the llm
+// section; serve starts serving them.
+func bindLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGateway, error) {
 	opts, err := llmOptions(l, reg, log)
 	if err != nil {
 		return nil, err
@@ -80,25 +90,15 @@ func startLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmG
 	if err != nil {
 		return nil, err
 	}
-	type bound struct {
-		ln    net.Listener
-		spec  llmgw.Listener
-		proto string
-	}
-	var lns []bound
-	fail := func(err error) (*llmGateway, error) {
-		for _, b := range lns {
-			b.ln.Close()
-		}
-		return nil, err
-	}
+	lg := &llmGateway{g: g, log: log}
 	for i, lc := range l.Listeners {
 		var spec llmgw.Listener
 		proto := "TLS: HTTP/1.1 and HTTP/2 by ALPN"
 		if lc.TLS != nil {
 			tc, err := lc.TLS.Build()
 			if err != nil {
-				return fail(fmt.Errorf("llm.listeners[%d].tls: %w", i, err))
+				lg.closeListeners()
+				return nil, fmt.Errorf("llm.listeners[%d].tls: %w", i, err)
 			}
 			spec.TLS = tc
 		} else {
@@ -107,29 +107,45 @@ func startLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmG
 		}
 		ln, err := net.Listen("tcp", lc.Listen)
 		if err != nil {
-			return fail(fmt.Errorf("llm listener %s: %w", lc.Listen, err))
+			lg.closeListeners()
+			return nil, listenError("llm listener", fmt.Sprintf("llm.listeners[%d].listen", i), lc.Listen, err)
 		}
-		lns = append(lns, bound{ln, spec, proto})
+		lg.lns = append(lg.lns, llmListener{ln, spec, proto})
 	}
-	lg := &llmGateway{g: g, served: make(chan error, len(lns)), n: len(lns)}
-	for _, b := range lns {
+	return lg, nil
+}
+
+// serve serves every listener bindLLM opened.
+func (lg *llmGateway) serve() {
+	lg.served = make(chan error, len(lg.lns))
+	lg.n = len(lg.lns)
+	for _, b := range lg.lns {
 		go func() {
-			err := g.Serve(b.ln, b.spec)
+			err := lg.g.Serve(b.ln, b.spec)
 			if err != nil {
-				log.Error("llm listener stopped", "addr", b.ln.Addr().String(), "err", err)
+				lg.log.Error("llm listener stopped", "addr", b.ln.Addr().String(), "err", err)
 			}
 			lg.served <- err
 		}()
-		log.Info("llm gateway listening", "addr", b.ln.Addr().String(), "protocols", b.proto)
+		lg.log.Info("llm gateway listening", "addr", b.ln.Addr().String(), "protocols", b.proto)
 	}
-	return lg, nil
+	lg.lns = nil
+}
+
+// closeListeners closes the listeners that are bound but not served.
+func (lg *llmGateway) closeListeners() {
+	for _, b := range lg.lns {
+		b.ln.Close()
+	}
+	lg.lns = nil
 }
 
 func (lg *llmGateway) ready() error { return lg.g.Ready() }
 
 // stop drains the LLM gateway: requests in flight, streams included, may
-// finish until ctx is done.
+// finish until ctx is done. Listeners never served are just closed.
 func (lg *llmGateway) stop(ctx context.Context) error {
+	lg.closeListeners()
 	err := lg.g.Shutdown(ctx)
 	var errs []error
 	for range lg.n {

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -137,5 +138,58 @@ llm:
 	p.signalAndWait(syscall.SIGTERM, drainWait)
 	if !strings.Contains(p.stderr.String(), "llm gateway listening") || !strings.Contains(p.stderr.String(), `msg="llm request"`) {
 		t.Errorf("the log lacks the listener or the access log:\n%s", p.stderr)
+	}
+}
+
+// A gateway that cannot listen on one of its addresses stops with one error
+// that names the listener, the address and the config key to change, and
+// logs nothing about the listeners it had opened and closes again.
+func TestRunPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tt := range []struct {
+		name     string
+		llm, adm func(free int) string
+		wantKey  string
+		wantWhat string
+	}{
+		{"admin", func(free int) string { return addr(free) }, func(int) string { return taken.Addr().String() }, "admin.listen", "admin listener"},
+		{"llm", func(int) string { return taken.Addr().String() }, func(free int) string { return addr(free) }, "llm.listeners[0].listen", "llm listener"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			free := testkit.PortBlock(t, 1)
+			cfgPath := filepath.Join(t.TempDir(), "llm.yaml")
+			cfg := fmt.Sprintf(`admin: {listen: "%s"}
+llm:
+  listeners: [{listen: "%s"}]
+  api_keys: [{name: e2e, key: e2e-key}]
+  providers:
+    oa: {dialect: openai, base_url: "http://127.0.0.1:1", api_key: sk-test-openai}
+  routes: [{match: "gpt-*", provider: oa}]
+`, tt.adm(free), tt.llm(free))
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, "run", "-c", cfgPath)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+			}
+			want := fmt.Sprintf("strait run: %s: cannot listen on %s: the port is already in use: stop what holds it (another strait?) or change %s\n",
+				tt.wantWhat, taken.Addr(), tt.wantKey)
+			if !strings.HasSuffix(stderr, want) {
+				t.Errorf("stderr does not end with %q:\n%s", want, stderr)
+			}
+			for _, bad := range []string{"Serve called after Shutdown", "llm listener stopped", "listening", "level=ERROR", "level=WARN"} {
+				if strings.Contains(stderr, bad) {
+					t.Errorf("stderr contains %q, which is not what failed:\n%s", bad, stderr)
+				}
+			}
+			if !canListen(addr(free)) {
+				t.Errorf("%s is still open after the failed start", addr(free))
+			}
+		})
 	}
 }

@@ -320,7 +320,7 @@ func TestLLMExample(t *testing.T) {
 		t.Errorf("the example's gateway key is not strait-demo-key: %v %v", keys, err)
 	}
 	h1, h2c := l.Listeners[0].Cleartext()
-	if l.Listeners[0].Listen != "127.0.0.1:8080" || !h1 || !h2c || cfg.Admin.Listen != "127.0.0.1:9190" {
+	if l.Listeners[0].Listen != "127.0.0.1:8080" || !h1 || !h2c || cfg.Admin.Listen != "127.0.0.1:9191" {
 		t.Errorf("listener %+v admin %q", l.Listeners[0], cfg.Admin.Listen)
 	}
 	dialects := map[string]string{}

@@ -136,18 +136,19 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 			target.TLS = tc
 		}
 		opts := proxy.Options{
-			Name:           vcc.Name,
-			Listen:         vcc.Listen,
-			AdvertisedHost: vcc.AdvertisedHost(),
-			NodePortStart:  vcc.NodePorts.Start,
-			NodePortEnd:    vcc.NodePorts.End,
-			MaxFrame:       vcc.MaxFrameBytes,
-			MaxInflight:    vcc.MaxInflight,
-			IdleTimeout:    vcc.IdleTimeout.Duration,
-			Target:         target,
-			Filters:        filters[vcc.Name],
-			Log:            log,
-			Metrics:        km,
+			Name:             vcc.Name,
+			Listen:           vcc.Listen,
+			AdvertisedHost:   vcc.AdvertisedHost(),
+			NodePortStart:    vcc.NodePorts.Start,
+			NodePortEnd:      vcc.NodePorts.End,
+			MaxFrame:         vcc.MaxFrameBytes,
+			MaxInflight:      vcc.MaxInflight,
+			IdleTimeout:      vcc.IdleTimeout.Duration,
+			FrameReadTimeout: vcc.FrameReadTimeout.Duration,
+			Target:           target,
+			Filters:          filters[vcc.Name],
+			Log:              log,
+			Metrics:          km,
 		}
 		if vcc.TLS != nil {
 			tc, err := vcc.TLS.Build()
@@ -204,8 +205,8 @@ func listenError(what, key, addr string, err error) error {
 func (g *gateway) ready() error {
 	var errs []error
 	for _, vc := range g.vcs {
-		if !vc.Ready() {
-			errs = append(errs, fmt.Errorf("virtual cluster at %v is not accepting connections", vc.Addr()))
+		if err := vc.Readiness(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if g.llm != nil {

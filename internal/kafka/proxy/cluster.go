@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,8 +56,11 @@ type Options struct {
 	// IdleTimeout closes a client connection that sends nothing for this
 	// long (about: renewed every quarter of it); 0 never does.
 	IdleTimeout time.Duration
-	Target      Target
-	Filters     []filter.Filter // policy filters, after the built-in ones
+	// FrameReadTimeout bounds how long the rest of a client frame may take
+	// to arrive once its size has; default DefaultFrameReadTimeout.
+	FrameReadTimeout time.Duration
+	Target           Target
+	Filters          []filter.Filter // policy filters, after the built-in ones
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to
@@ -66,6 +71,9 @@ type Options struct {
 	SkipBrokerDiscovery bool
 	Log                 *slog.Logger
 	Metrics             *telemetry.KafkaMetrics
+
+	// nodeRetry overrides nodeRetryInterval (tests).
+	nodeRetry time.Duration
 }
 
 // VirtualCluster serves one virtual cluster.
@@ -83,8 +91,12 @@ type VirtualCluster struct {
 	mu        sync.Mutex
 	listeners map[int32]net.Listener // node id → listener; -1 is bootstrap
 	upstream  map[int32]string       // node id → broker host:port
+	unbound   map[int32]*unboundNode // nodes whose port could not be bound
 	conns     map[*conn]struct{}
 	closed    bool
+	// started is set once Start has checked every known node's port: from
+	// then on a port that cannot be bound is logged, not returned by Start.
+	started bool
 
 	draining atomic.Bool
 	wg       sync.WaitGroup
@@ -99,6 +111,24 @@ type VirtualCluster struct {
 
 const bootstrapNode = -1
 
+// DefaultFrameReadTimeout is Options.FrameReadTimeout when left zero: the
+// time a Kafka client waits for a whole request's answer by default
+// (request.timeout.ms), so a client still waiting on a frame would itself
+// have given up by then.
+const DefaultFrameReadTimeout = 30 * time.Second
+
+// nodeRetryInterval is how often a node port that could not be bound is
+// tried again (on the next Advertise or readiness check after it).
+const nodeRetryInterval = 5 * time.Second
+
+// unboundNode is a broker node whose port could not be bound.
+type unboundNode struct {
+	listen string // the address that failed
+	broker string // the broker's own address
+	err    error
+	tried  time.Time
+}
+
 // New builds a virtual cluster; Start binds it.
 func New(opts Options) (*VirtualCluster, error) {
 	if opts.MaxFrame <= 0 {
@@ -106,6 +136,12 @@ func New(opts Options) (*VirtualCluster, error) {
 	}
 	if opts.MaxInflight <= 0 {
 		opts.MaxInflight = 256
+	}
+	if opts.FrameReadTimeout <= 0 {
+		opts.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if opts.nodeRetry <= 0 {
+		opts.nodeRetry = nodeRetryInterval
 	}
 	if opts.Target.ConnectTimeout <= 0 {
 		opts.Target.ConnectTimeout = 10 * time.Second
@@ -148,6 +184,7 @@ func New(opts Options) (*VirtualCluster, error) {
 		bind:      bindHost,
 		listeners: make(map[int32]net.Listener),
 		upstream:  make(map[int32]string),
+		unbound:   make(map[int32]*unboundNode),
 		conns:     make(map[*conn]struct{}),
 		topics:    make(map[[16]byte]string),
 	}
@@ -163,13 +200,18 @@ func New(opts Options) (*VirtualCluster, error) {
 	return v, nil
 }
 
-// Start binds the bootstrap listener and starts accepting clients. In the
-// background it asks the cluster for its brokers so that the node listeners
-// are open before clients that remember them reconnect.
+// Start binds the bootstrap listener and starts accepting clients, then
+// asks the cluster for its brokers (for up to the target's connect
+// timeout) and binds each one's node port, so that clients that remember
+// the nodes from before can reconnect, and so that a node port something
+// else holds is found now rather than by the first client that needs it.
+// A port that cannot be bound fails Start; a cluster that cannot be reached
+// does not (node listeners then open as clients fetch metadata).
 func (v *VirtualCluster) Start() error {
 	ln, err := net.Listen("tcp", v.opts.Listen)
 	if err != nil {
-		return fmt.Errorf("virtual cluster %s: %w", v.opts.Name, err)
+		return fmt.Errorf("virtual cluster %s: cannot listen on %s: %s: stop what holds it or change the virtual cluster's listen",
+			v.opts.Name, v.opts.Listen, bindProblem(err))
 	}
 	v.mu.Lock()
 	v.listeners[bootstrapNode] = ln
@@ -179,17 +221,38 @@ func (v *VirtualCluster) Start() error {
 	v.log.Info("virtual cluster listening", "bootstrap", ln.Addr().String(), "advertised_host", v.host,
 		"node_ports", fmt.Sprintf("%d-%d", v.opts.NodePortStart, v.opts.NodePortEnd),
 		"target", v.opts.Target.Bootstrap, "tls", v.opts.TLS != nil)
-	if v.opts.SkipBrokerDiscovery {
-		return nil
-	}
-	go func() {
+	if !v.opts.SkipBrokerDiscovery {
 		ctx, cancel := context.WithTimeout(v.ctx, v.opts.Target.ConnectTimeout)
-		defer cancel()
-		if err := v.refreshBrokers(ctx); err != nil && v.ctx.Err() == nil {
+		err := v.refreshBrokers(ctx)
+		cancel()
+		if err != nil && v.ctx.Err() == nil {
 			v.log.Warn("could not learn the cluster's brokers at start; node listeners will open as clients fetch metadata", "err", err)
 		}
-	}()
+	}
+	v.mu.Lock()
+	err = v.unboundErrLocked()
+	v.started = err == nil
+	v.mu.Unlock()
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		v.Shutdown(ctx)
+		return err
+	}
 	return nil
+}
+
+// bindProblem says briefly why binding a port failed.
+func bindProblem(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "address already in use (another program, or another Strait, holds the port)"
+	case errors.Is(err, syscall.EACCES):
+		return "permission denied (ports below 1024 need privileges)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "the address is not one of this host's"
+	}
+	return err.Error()
 }
 
 // Addr returns the bootstrap listener's address (useful with port 0).
@@ -202,16 +265,57 @@ func (v *VirtualCluster) Addr() net.Addr {
 	return nil
 }
 
-// Ready reports whether the virtual cluster accepts clients.
-func (v *VirtualCluster) Ready() bool {
+// Ready reports whether the virtual cluster accepts clients and serves
+// every broker it knows of; Readiness says why not.
+func (v *VirtualCluster) Ready() bool { return v.Readiness() == nil }
+
+// Readiness returns nil when the virtual cluster accepts clients and serves
+// every broker it knows of, or else why not. A node port that could not be
+// bound is tried again here (at most every few seconds), so readiness
+// comes back once the port is free, without waiting for a client.
+func (v *VirtualCluster) Readiness() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return !v.closed && v.listeners[bootstrapNode] != nil && !v.draining.Load()
+	switch {
+	case v.closed || v.draining.Load():
+		return fmt.Errorf("virtual cluster %s is shutting down", v.opts.Name)
+	case v.listeners[bootstrapNode] == nil:
+		return fmt.Errorf("virtual cluster %s is not listening on %s", v.opts.Name, v.opts.Listen)
+	}
+	for id := range v.unbound {
+		v.openNodeLocked(id, time.Now())
+	}
+	return v.unboundErrLocked()
+}
+
+// unboundErrLocked describes every node whose port could not be bound, or
+// returns nil if there are none.
+func (v *VirtualCluster) unboundErrLocked() error {
+	ids := make([]int32, 0, len(v.unbound))
+	for id := range v.unbound {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var errs []error
+	for _, id := range ids {
+		u := v.unbound[id]
+		errs = append(errs, fmt.Errorf("virtual cluster %s cannot serve broker node %d (%s) on %s: %s: free that port, or change node_ports (now %d-%d; node N is served on node_ports.start + N)",
+			v.opts.Name, id, u.broker, u.listen, bindProblem(u.err), v.opts.NodePortStart, v.opts.NodePortEnd))
+	}
+	return errors.Join(errs...)
 }
 
 // Advertise implements addresses.Mapper: it records where node id lives
 // upstream and returns the gateway's address for it, opening the node's
 // listener if this is the first time the node is seen.
+//
+// If the node's port cannot be bound (something else holds it), clients
+// are given the bootstrap address for that node instead, and the virtual
+// cluster reports not ready until the port can be bound: every other node
+// goes on being served, and no client is sent to a port the gateway does
+// not own, where whatever listens would see its requests and credentials.
+// Requests for the node's partitions that reach another broker through the
+// bootstrap address are refused by it with retriable errors.
 func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, int32, error) {
 	// Compare the id with the port range's width, not start+id with its
 	// end: on a 32-bit platform start+id can wrap.
@@ -232,16 +336,57 @@ func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, i
 	// While draining, answers still in flight get their addresses, but
 	// no new listener opens.
 	if _, ok := v.listeners[id]; !ok && !v.closed {
-		ln, err := net.Listen("tcp", net.JoinHostPort(v.bind, strconv.Itoa(p)))
-		if err != nil {
-			return "", 0, fmt.Errorf("open listener for node %d: %w", id, err)
+		if !v.openNodeLocked(id, time.Now()) {
+			if ln := v.listeners[bootstrapNode]; ln != nil {
+				if a, ok := ln.Addr().(*net.TCPAddr); ok {
+					return v.host, int32(a.Port), nil
+				}
+			}
+			return "", 0, v.unboundErrLocked() // nothing to fall back to
 		}
-		v.listeners[id] = ln
-		v.wg.Add(1)
-		go v.accept(ln, id)
-		v.log.Info("node listener open", "node", id, "listen", ln.Addr().String(), "broker", addr)
 	}
 	return v.host, int32(p), nil
+}
+
+// openNodeLocked binds node id's port and starts accepting on it, unless
+// the last attempt failed less than Options.nodeRetry ago. It reports
+// whether the node has a listener. The first failure for a node is logged
+// (once Start has returned; before, Start reports it) and the node is
+// recorded as unbound until an attempt succeeds.
+func (v *VirtualCluster) openNodeLocked(id int32, now time.Time) bool {
+	if _, ok := v.listeners[id]; ok {
+		return true
+	}
+	if v.closed {
+		return false
+	}
+	u := v.unbound[id]
+	if u != nil && now.Sub(u.tried) < v.opts.nodeRetry {
+		return false
+	}
+	listen := net.JoinHostPort(v.bind, strconv.Itoa(v.opts.NodePortStart+int(id)))
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		if u == nil {
+			u = &unboundNode{listen: listen}
+			v.unbound[id] = u
+			if v.started {
+				v.log.Error("cannot open the listener of a broker node; clients are given the bootstrap address for it and /readyz reports not ready until the port can be bound",
+					"node", id, "listen", listen, "broker", v.upstream[id], "err", bindProblem(err),
+					"fix", fmt.Sprintf("free port %d or change node_ports (now %d-%d)", v.opts.NodePortStart+int(id), v.opts.NodePortStart, v.opts.NodePortEnd))
+			}
+		}
+		u.broker, u.err, u.tried = v.upstream[id], err, now
+		return false
+	}
+	if u != nil {
+		delete(v.unbound, id)
+	}
+	v.listeners[id] = ln
+	v.wg.Add(1)
+	go v.accept(ln, id)
+	v.log.Info("node listener open", "node", id, "listen", ln.Addr().String(), "broker", v.upstream[id])
+	return true
 }
 
 // Bootstrap implements addresses.Mapper.

@@ -75,11 +75,18 @@ type conn struct {
 	closing   atomic.Bool
 	draining  atomic.Bool
 
-	encBuf []byte // readRequests' encode buffer
+	encBuf  []byte // readRequests' encode buffer
+	respBuf []byte // respond's buffer for whole frames up to keepBuf
 	// Owned by readRequests: when it last renewed each deadline.
 	writeArmed, idleArmed time.Time
 	idleDeadline          time.Time
-	respBuf               []byte // respond's buffer for whole frames up to keepBuf
+	// Owned by readRequests: the frame being read, while a frame read
+	// deadline is set (see frameStart).
+	frameDeadline time.Time
+	frameSize     int
+	frameFrom     int64   // client bytes read (in.n+spliced) before the frame's body
+	in            counter // counts the client bytes cr reads
+	spliced       int64   // client bytes relayed by splice, not through cr
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -119,7 +126,6 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		log:      log.With("broker", addr),
 		client:   client,
 		up:       up,
-		cr:       bufio.NewReaderSize(client, readBufSize),
 		uw:       bufio.NewWriterSize(up, writeBufSize),
 		ur:       bufio.NewReaderSize(up, readBufSize),
 		cw:       bufio.NewWriterSize(client, writeBufSize),
@@ -127,6 +133,8 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
 	}
+	c.in.r = client
+	c.cr = bufio.NewReaderSize(&c.in, readBufSize)
 	// Cancelled when the connection is torn down, so a filter waiting on a
 	// request of its own stops then, not when that request gives up.
 	ctx, cancel := context.WithCancel(v.ctx)
@@ -148,7 +156,14 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 	c.log.Debug("connection open")
 	go c.respond()
 	err = c.readRequests()
+	var stalled *frameTimeoutError
 	switch {
+	case errors.As(err, &stalled):
+		c.log.Warn("client stalled part-way through a request frame; closing its connection and the broker connection",
+			"received_bytes", stalled.got, "frame_bytes", stalled.size, "frame_read_timeout", stalled.limit,
+			"fix", "if clients send frames this large over links this slow, raise the virtual cluster's frame_read_timeout")
+		c.close()
+		close(c.inflight)
 	case err == nil:
 		close(c.inflight)
 	case errors.Is(err, errClientClosed):
@@ -264,6 +279,7 @@ func (c *conn) readRequests() error {
 			}
 			return fmt.Errorf("client frame: %w", err)
 		}
+		c.frameStart(size)
 		h, err := c.peekHeader(size)
 		if err != nil {
 			return c.peekErr("client request header", err)
@@ -305,7 +321,9 @@ func (c *conn) readRequests() error {
 			if _, err := c.uw.Write(sz[:]); err != nil {
 				return c.upstreamWriteErr(err)
 			}
-			if err := relayBody(c.uw, c.up, c.cr, c.client, size); err != nil {
+			n, err := relayBody(c.uw, c.up, c.cr, c.client, size)
+			c.spliced += n
+			if err != nil {
 				return c.relayErr(err)
 			}
 		} else {
@@ -409,6 +427,7 @@ func (c *conn) relaySASLv0(mechanism string, result chan int16) error {
 			}
 			return fmt.Errorf("client SASL token: %w", err)
 		}
+		c.frameStart(size)
 		if _, err := c.uw.Write(sz[:]); err != nil {
 			return c.upstreamWriteErr(err)
 		}
@@ -460,21 +479,80 @@ func (c *conn) upstreamWriteErr(err error) error {
 //     flight, and a large frame can block before that);
 //   - a read deadline of about idle_timeout on the client socket, so a
 //     client that sends nothing for that long is let go, as a broker would.
+//
+// A frame read deadline left by the last frame (frameStart) is replaced
+// here, between frames, by the idle deadline (or none).
 func (c *conn) armDeadlines() {
 	now := time.Now()
 	if t := c.v.opts.Target.RequestTimeout; now.Sub(c.writeArmed) >= t/4 {
 		c.up.SetWriteDeadline(now.Add(t))
 		c.writeArmed = now
 	}
-	if t := c.v.opts.IdleTimeout; t > 0 && now.Sub(c.idleArmed) >= t/4 {
+	afterFrame := !c.frameDeadline.IsZero()
+	c.frameDeadline = time.Time{}
+	t := c.v.opts.IdleTimeout
+	switch {
+	case t > 0 && (afterFrame || now.Sub(c.idleArmed) >= t/4):
 		c.idleDeadline = now.Add(t)
 		c.client.SetReadDeadline(c.idleDeadline)
 		c.idleArmed = now
-		// drain sets the read deadline to now; never push it back out.
-		if c.draining.Load() {
-			c.client.SetReadDeadline(time.Now())
-		}
+	case afterFrame:
+		c.client.SetReadDeadline(time.Time{})
+	default:
+		return
 	}
+	// drain sets the read deadline to now; never push it back out.
+	if c.draining.Load() {
+		c.client.SetReadDeadline(time.Now())
+	}
+}
+
+// frameStart is called once a client frame's size has been read: unless
+// the whole frame is already buffered, it sets a read deadline of
+// frame_read_timeout, so a client that stalls part-way through a frame is
+// let go then rather than at idle_timeout, with the broker connection it
+// pins. Pipelined small requests mostly arrive whole, so the common case
+// costs a comparison and no timer.
+func (c *conn) frameStart(size int) {
+	if c.cr.Buffered() >= size {
+		return
+	}
+	c.frameSize = size
+	c.frameFrom = c.in.n + c.spliced - int64(c.cr.Buffered())
+	c.frameDeadline = time.Now().Add(c.v.opts.FrameReadTimeout)
+	c.client.SetReadDeadline(c.frameDeadline)
+	if c.draining.Load() {
+		c.client.SetReadDeadline(time.Now())
+	}
+}
+
+// frameTimedOut reports whether a read deadline error is the frame read
+// deadline.
+func (c *conn) frameTimedOut() bool {
+	return !c.frameDeadline.IsZero() && !time.Now().Before(c.frameDeadline)
+}
+
+// frameTimeoutError ends a connection whose client did not send a whole
+// frame within frame_read_timeout.
+type frameTimeoutError struct {
+	got, size int64
+	limit     time.Duration
+}
+
+func (e *frameTimeoutError) Error() string {
+	return fmt.Sprintf("client sent %d of the %d bytes of a frame within frame_read_timeout (%s)", e.got, e.size, e.limit)
+}
+
+// counter counts the bytes read through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // idledOut reports whether a read deadline error is the idle timeout.
@@ -494,6 +572,14 @@ func (c *conn) relayErr(err error) error {
 	}
 	if c.draining.Load() {
 		return errDrained // the drain deadline cut a frame short
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && c.frameTimedOut() {
+		c.v.m.err(errFrameTimeout)
+		return &frameTimeoutError{
+			got:   min(c.in.n+c.spliced-c.frameFrom, int64(c.frameSize)),
+			size:  int64(c.frameSize),
+			limit: c.v.opts.FrameReadTimeout,
+		}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && !c.idledOut() {
 		// Not the client's idle deadline, nor the drain's: the broker
@@ -812,7 +898,7 @@ func (c *conn) relayResponse(p *pending) error {
 			return c.clientWriteErr(err)
 		}
 		c.ur.Discard(4)
-		if err := relayBody(c.cw, c.client, c.ur, c.up, size); err != nil {
+		if _, err := relayBody(c.cw, c.client, c.ur, c.up, size); err != nil {
 			return c.responseCopyErr(err)
 		}
 		return nil
@@ -937,8 +1023,9 @@ func (e *writeError) Error() string { return e.err.Error() }
 var spliceMin = 128 << 10
 
 // relayBody moves n bytes of a frame body from r, buffered over src, to w,
-// buffered over dst. Large bodies between plain TCP sockets go by splice.
-func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n int) error {
+// buffered over dst. Large bodies between plain TCP sockets go by splice;
+// it returns how many bytes went that way, read from src past r.
+func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n int) (int64, error) {
 	if n >= spliceMin {
 		dt, ok1 := dst.(*net.TCPConn)
 		st, ok2 := src.(*net.TCPConn)
@@ -946,19 +1033,16 @@ func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n i
 			k := min(n, r.Buffered())
 			b, _ := r.Peek(k)
 			if _, err := w.Write(b); err != nil {
-				return &writeError{err}
+				return 0, &writeError{err}
 			}
 			r.Discard(k)
 			if err := w.Flush(); err != nil {
-				return &writeError{err}
+				return 0, &writeError{err}
 			}
-			if _, err := io.CopyN(dt, st, int64(n-k)); err != nil {
-				return err
-			}
-			return nil
+			return io.CopyN(dt, st, int64(n-k))
 		}
 	}
-	return copyN(w, r, n)
+	return 0, copyN(w, r, n)
 }
 
 // copyN moves n bytes from r to w through r's buffer, without allocating.

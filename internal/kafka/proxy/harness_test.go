@@ -112,7 +112,7 @@ func (g *gateway) errCount(kind string) float64 {
 func (g *gateway) errCounts() map[string]float64 {
 	m := map[string]float64{}
 	for _, k := range []string{errFrameTooLarge, errMalformed, errUnknownAPI, errUpstreamConnect, errUpstreamClosed,
-		errUpstreamTimeout, errUpstreamProto, errTLSHandshake, errFilter, errClientIO} {
+		errUpstreamTimeout, errUpstreamProto, errTLSHandshake, errFilter, errClientIO, errFrameTimeout} {
 		m[k] = g.errCount(k)
 	}
 	return m

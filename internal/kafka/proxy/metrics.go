@@ -71,6 +71,9 @@ const (
 	errTLSHandshake    = "tls_handshake"
 	errFilter          = "filter"
 	errClientIO        = "client_io"
+	// errFrameTimeout: a client sent a frame's size but not the whole
+	// frame within frame_read_timeout.
+	errFrameTimeout = "frame_timeout"
 )
 
 func (v *vcMetrics) err(kind string) { v.vec.Errors.WithLabelValues(v.vc, kind).Inc() }

@@ -162,7 +162,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "       -d '{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
 	fmt.Fprintf(stdout, "  curl -sN http://%s/v1/messages -H 'x-api-key: %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
 	fmt.Fprintf(stdout, "       -d '{\"model\":\"gpt-4o-mini\",\"max_tokens\":100,\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
-	fmt.Fprintf(stdout, "  strait validate -c %s\n\n", cfgPath)
+	fmt.Fprintf(stdout, "  %s validate -c %s\n\n", selfCommand(), shellQuote(cfgPath))
 	fmt.Fprintf(stdout, "Press Ctrl-C to stop.\n")
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "stopping")

@@ -177,6 +177,8 @@ func TestDemo(t *testing.T) {
 		"kcat -b " + addr(listen) + " -t demo -P -K:",
 		"kcat -b " + addr(listen) + " -t demo -C -e",
 		"http://" + addr(adminPort) + "/metrics",
+		// The command as it was started, not a strait the PATH may lack.
+		"  " + straitBin + " validate -c ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("strait demo did not print %q:\n%s", want, out)

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/straitgw/strait/internal/kms"
 	"github.com/straitgw/strait/internal/kms/vault"
 )
 
@@ -91,6 +92,15 @@ func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	// The vault's own message would suggest a rotate without --vault.
+	if existing, err := vault.ListKeys(*path); err == nil {
+		for _, k := range existing {
+			if k.Name == name {
+				return fmt.Errorf("key-encryption key %q already exists in %s (newest version %d): add a version with '%s'",
+					name, vaultPath(*path), newest(k).Version, keysHint("rotate", *path, name))
+			}
+		}
+	}
 	ki, err := vault.CreateKey(*path, name)
 	if err != nil {
 		return err
@@ -111,6 +121,9 @@ func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	ki, err := vault.RotateKey(*path, name)
+	if errors.Is(err, kms.ErrKeyNotFound) {
+		return fmt.Errorf("no key-encryption key %q in %s: create it with '%s'", name, vaultPath(*path), keysHint("create", *path, name))
+	}
 	if err != nil {
 		return err
 	}
@@ -158,7 +171,7 @@ func runKeysList(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return enc.Encode(out)
 	}
 	if len(keys) == 0 {
-		fmt.Fprintf(stderr, "no key-encryption keys in %s; create one with 'strait keys create NAME'\n", vaultPath(*path))
+		fmt.Fprintf(stderr, "no key-encryption keys in %s; create one with '%s'\n", vaultPath(*path), keysHint("create", *path, "NAME"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -176,6 +189,16 @@ func runKeysList(_ context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func newest(ki vault.KeyInfo) vault.VersionInfo { return ki.Versions[len(ki.Versions)-1] }
+
+// keysHint is a `strait keys` command for the user to copy. It names the
+// vault with --vault, absolute, so that it acts on this vault from any
+// directory and whatever $STRAIT_VAULT says there.
+func keysHint(sub, path, name string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return fmt.Sprintf("%s keys %s --vault %s %s", selfCommand(), sub, shellQuote(path), name)
+}
 
 // vaultPath is how messages name the vault: its absolute path, so that a relative default is not a surprise.
 func vaultPath(p string) string {

@@ -155,7 +155,8 @@ func TestKeysErrors(t *testing.T) {
 		message string // in the error, or in stderr for usage errors
 	}{
 		{"create twice", []string{"create", "--vault", dir, "orders"}, false, `"orders" already exists`},
-		{"rotate missing", []string{"rotate", "--vault", dir, "nope"}, false, "strait keys create nope"},
+		{"create twice: the hint names the vault", []string{"create", "--vault", dir, "orders"}, false, "'" + selfCommand() + " keys rotate --vault " + dir + " orders'"},
+		{"rotate missing", []string{"rotate", "--vault", dir, "nope"}, false, "'" + selfCommand() + " keys create --vault " + dir + " nope'"},
 		{"invalid name", []string{"create", "--vault", dir, "a/b"}, false, `invalid key name "a/b"`},
 		{"list missing vault", []string{"list", "--vault", dir + "-none"}, false, "does not exist"},
 		{"no name", []string{"create", "--vault", dir}, true, "missing the key name"},
@@ -197,7 +198,7 @@ func TestKeysListEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr := mustKeys(t, "list", "--vault", dir)
-	if stdout != "" || !strings.Contains(stderr, "no key-encryption keys in "+dir) {
+	if stdout != "" || !strings.Contains(stderr, "no key-encryption keys in "+dir+"; create one with '"+selfCommand()+" keys create --vault "+dir+" NAME'") {
 		t.Errorf("list of an empty vault: stdout %q, stderr %q", stdout, stderr)
 	}
 	if out, _ := mustKeys(t, "list", "--json", "--vault", dir); strings.TrimSpace(out) != "[]" {

@@ -72,10 +72,37 @@ func addFetchFailures(r *kmsg.FetchResponse, fs []failure) {
 		}
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.Partition = fl.partition
-		p.ErrorCode = fl.code
-		p.HighWatermark = -1
+		failFetchPartition(&p, fl.code)
 		r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
 	}
+}
+
+// noRecords and noAborted are the record set and aborted transactions of
+// a failed partition: empty, not null. Zero-length with no capacity, so
+// sharing them is safe: an append makes a new array.
+var (
+	noRecords = []byte{}
+	noAborted = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+)
+
+// failFetchPartition turns p into the entry a broker sends for a partition
+// it cannot serve: the error code, an empty record set, offsets unknown.
+//
+// The record set must be empty rather than null. Kafka sends an empty one
+// with every error, and librdkafka refuses a null one ("invalid
+// MessageSetSize -1"), dropping the whole response and fetching again at
+// once, without backoff and without telling the application; sarama
+// before flexible versions fails the response too. Offsets go to -1 as a
+// broker's do on a failed read; the list of aborted transactions is empty
+// (the records it was about are gone), an empty array rather than null so
+// that no reader in read_committed mode meets a null; and no other replica
+// is suggested, or librdkafka would go and fetch from it.
+func failFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
+	p.ErrorCode = code
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+	p.AbortedTransactions = noAborted
+	p.PreferredReadReplica = -1
+	p.RecordBatches = noRecords
 }
 
 // onFetchResponse decrypts the records of every selected topic.
@@ -102,7 +129,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 				for pi := range t.Partitions {
 					p := &t.Partitions[pi]
 					if p.ErrorCode == 0 && len(p.RecordBatches) > 0 {
-						p.ErrorCode, p.RecordBatches = code.Code, nil
+						failFetchPartition(p, code.Code)
 					}
 				}
 				logOf(c).Warn("record-encryption: cannot tell whether a fetched topic is encrypted; failing its partitions",
@@ -125,7 +152,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 			if err != nil {
 				code := f.logFetchFailure(c, name, p.Partition, len(out) > 0, err)
 				if len(out) == 0 {
-					p.ErrorCode, p.RecordBatches = code.Code, nil
+					failFetchPartition(p, code.Code)
 				}
 			}
 		}
@@ -165,7 +192,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
 				if p.ErrorCode == 0 && len(p.Records) > 0 {
-					p.ErrorCode, p.ErrorMessage, p.Records, p.AcquiredRecords = code.Code, &msg, nil, nil
+					failShareFetchPartition(p, code.Code, msg)
 				}
 			}
 			logOf(c).Warn("record-encryption: cannot tell whether a share-fetched topic is encrypted; failing its partitions",
@@ -187,11 +214,18 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 				// name records the consumer never gets. Unacknowledged,
 				// they are offered again when their lock runs out.
 				code := f.logFetchFailure(c, name, p.Partition, false, err)
-				msg := describe(err)
-				p.ErrorCode, p.ErrorMessage, p.Records, p.AcquiredRecords = code.Code, &msg, nil, nil
+				failShareFetchPartition(p, code.Code, describe(err))
 			}
 		}
 	}
+}
+
+// failShareFetchPartition turns p into an error entry, with an empty (not
+// null) record set as for Fetch (failFetchPartition), and no acquired
+// records: the consumer gets none of them.
+func failShareFetchPartition(p *kmsg.ShareFetchResponseTopicPartition, code int16, msg string) {
+	p.ErrorCode, p.ErrorMessage = code, &msg
+	p.Records, p.AcquiredRecords = noRecords, nil
 }
 
 // logFetchFailure logs a record that could not be decrypted, with its

@@ -239,14 +239,14 @@ func TestFetchFailsClosed(t *testing.T) {
 	finishBatch(tampered, 0)
 	resp := fetchResponse(12, map[string][]byte{"orders": tampered})
 	runFetch(t, f, testCtx(t), resp)
-	if p := fetched(t, resp, "orders"); p.ErrorCode != kerr.CorruptMessage.Code || p.RecordBatches != nil {
+	if p := fetched(t, resp, "orders"); p.ErrorCode != kerr.CorruptMessage.Code || len(p.RecordBatches) != 0 {
 		t.Errorf("tampered: code %d, %d bytes handed on", p.ErrorCode, len(p.RecordBatches))
 	}
 
 	resp = fetchResponse(13, map[string][]byte{"orders": sealed})
 	resp.Topics[0].TopicID = [16]byte{0xbe, 0xef}
 	runFetch(t, f, testCtx(t), resp)
-	if p := &resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicID.Code || p.RecordBatches != nil {
+	if p := &resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicID.Code || len(p.RecordBatches) != 0 {
 		t.Errorf("unknown topic id: code %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
 	}
 
@@ -255,7 +255,7 @@ func TestFetchFailsClosed(t *testing.T) {
 	resp = fetchResponse(12, map[string][]byte{"orders": sealed})
 	runFetch(t, g, testCtx(t), resp)
 	k.down.Store(false)
-	if p := fetched(t, resp, "orders"); p.ErrorCode != kerr.KafkaStorageError.Code || p.RecordBatches != nil {
+	if p := fetched(t, resp, "orders"); p.ErrorCode != kerr.KafkaStorageError.Code || len(p.RecordBatches) != 0 {
 		t.Errorf("kms down: code %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
 	}
 }
@@ -336,7 +336,7 @@ func TestShareFetchDecrypts(t *testing.T) {
 	if err := f.OnResponse(testCtx(t), &filter.Response{Header: filter.Header{Key: wire.KeyShareFetch, Version: 1}, Body: resp}); err != nil {
 		t.Fatal(err)
 	}
-	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.CorruptMessage.Code || p.Records != nil || p.AcquiredRecords != nil {
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.CorruptMessage.Code || len(p.Records) != 0 || p.AcquiredRecords != nil {
 		t.Errorf("tampered share fetch: code %d, %d bytes", p.ErrorCode, len(p.Records))
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Frame buffers for frames the proxy must hold whole (decoded or skimmed
@@ -11,25 +12,30 @@ import (
 // memory instead of allocating (and zeroing) a fresh buffer per frame, and
 // an idle one holds none.
 //
-// Small classes use sync.Pool. Large ones keep a few buffers on a free list
+// Small classes use sync.Pool. Large ones keep buffers on free lists
 // instead: sync.Pool empties at every GC, and re-faulting a 16 MiB buffer
 // after each cycle cost measurable CPU per MB relayed. The free lists
-// together keep at most about bigRetain bytes.
+// together keep at most bigRetain bytes, counted as buffers go on and off
+// them, so that a burst of big frames leaves at most that much behind; a
+// buffer that would take them past it is left to the GC. Frames larger
+// than bigRetain could never be kept, so their buffers are allocated to
+// size rather than rounded up to a class.
 const (
 	minClassBits = 12 // 4 KiB
 	bigClassBits = 20 // 1 MiB: from here, free lists
-	maxClassBits = 27 // 128 MiB, above the default max_frame_bytes; bigger buffers are not pooled
+	maxClassBits = 26 // 64 MiB, bigRetain: bigger buffers are not pooled
 	bigRetain    = 64 << 20
 )
 
 var (
 	smallPools [bigClassBits]sync.Pool
 	bigFree    [maxClassBits + 1]chan []byte
+	bigHeld    atomic.Int64 // bytes on the free lists
 )
 
 func init() {
 	for c := bigClassBits; c <= maxClassBits; c++ {
-		bigFree[c] = make(chan []byte, bigRetain>>c/(maxClassBits-bigClassBits+1)+1)
+		bigFree[c] = make(chan []byte, bigRetain>>c)
 	}
 }
 
@@ -49,6 +55,7 @@ func getBuf(n int) []byte {
 	case c >= bigClassBits:
 		select {
 		case b := <-bigFree[c]:
+			bigHeld.Add(-int64(cap(b)))
 			return b[:n]
 		default:
 		}
@@ -67,9 +74,15 @@ func putBuf(b []byte) {
 		return
 	}
 	if c >= bigClassBits {
+		n := int64(cap(b))
+		if bigHeld.Add(n) > bigRetain {
+			bigHeld.Add(-n)
+			return
+		}
 		select {
 		case bigFree[c] <- b[:0]:
 		default:
+			bigHeld.Add(-n)
 		}
 		return
 	}

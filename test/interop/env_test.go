@@ -48,11 +48,19 @@ type env struct {
 	caPool *x509.CertPool
 	// encrypted says the gateway encrypts every topic (withEncryption).
 	encrypted bool
+	// vaultDir and keys are the vault of an encrypting gateway: the
+	// directory its KEKs are kept in and the gateway's own view of it.
+	vaultDir string
+	keys     *vault.Vault
+	// logs holds what the gateway logged.
+	logs *testkit.SyncBuffer
 }
 
 type envConfig struct {
 	tls     bool
 	encrypt bool
+	// encConfig, when set, changes the encryption filter's config.
+	encConfig func(*encryption.Config)
 }
 
 type envOpt func(*envConfig)
@@ -64,6 +72,12 @@ func withTLS() envOpt { return func(c *envConfig) { c.tls = true } }
 // withEncryption puts the record-encryption filter in the gateway: every
 // topic encrypted, headers too, under one KEK of a fresh vault.
 func withEncryption() envOpt { return func(c *envConfig) { c.encrypt = true } }
+
+// withEncryptionConfig is withEncryption with the filter's config changed
+// by change (its KEK, say); the vault starts with the KEK interop-kek only.
+func withEncryptionConfig(change func(*encryption.Config)) envOpt {
+	return func(c *envConfig) { c.encrypt, c.encConfig = true, change }
+}
 
 // startEnv starts kfake and a gateway in front of it; both stop when the
 // test ends. Gateway logs are kept and printed if the test fails, and the
@@ -93,7 +107,7 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 	t.Cleanup(b.Close)
 	advertiseProduceV0(t, b)
 
-	e := &env{broker: b}
+	e := &env{broker: b, logs: logs}
 	var serverTLS *tls.Config
 	if cfg.tls {
 		ca := testkit.NewCA(t)
@@ -117,12 +131,17 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := encryption.New(encryption.Config{Topics: []string{"*"}, KEK: "interop-kek", EncryptHeaders: true}, v)
+		ecfg := encryption.Config{Topics: []string{"*"}, KEK: "interop-kek", EncryptHeaders: true}
+		if cfg.encConfig != nil {
+			cfg.encConfig(&ecfg)
+		}
+		f, err := encryption.New(ecfg, v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		filters = append(filters, f)
 		e.encrypted = true
+		e.vaultDir, e.keys = dir, v
 	}
 
 	reg := prometheus.NewRegistry()

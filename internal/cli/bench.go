@@ -28,16 +28,12 @@ func benchCommands() []command {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "Usage: strait bench <command> [flags]\n\nCommands:")
-		for _, c := range benchCommands() {
-			fmt.Fprintf(stderr, "  %-8s %s\n", c.name, c.usage)
-		}
-		fmt.Fprintln(stderr, "\nRun 'strait bench <command> -h' for its flags. Output formats: docs/bench.md.")
-		if len(args) == 0 {
-			return errUsage
-		}
-		return flag.ErrHelp
+	if len(args) == 0 || isHelp(args[0]) {
+		w, err := helpOrUsage(args, stdout, stderr)
+		fmt.Fprintln(w, "Usage: strait bench <command> [flags]\n\nCommands:")
+		printCommands(w, benchCommands())
+		fmt.Fprintln(w, "\nRun 'strait bench <command> -h' for its flags. Output formats: docs/bench.md.")
+		return err
 	}
 	for _, c := range benchCommands() {
 		if c.name == args[0] {
@@ -179,14 +175,19 @@ func isTerminal(w io.Writer) bool {
 
 // setDefaults changes the defaults of flags already registered, for a
 // command that wants other ones (shorter phases, say). A value in
-// parentheses only documents the default ("(set by the run)"): the flag
-// keeps its zero value.
+// parentheses is no default but a note that the command sets the flag
+// itself ("(set by the run)"): it is added to the flag's description, and
+// -h shows no default for the flag.
 func setDefaults(fs *flag.FlagSet, defaults map[string]string) {
 	for name, v := range defaults {
-		fs.Lookup(name).DefValue = v
-		if !strings.HasPrefix(v, "(") {
-			_ = fs.Set(name, v)
+		f := fs.Lookup(name)
+		if strings.HasPrefix(v, "(") {
+			f.Usage += " " + v
+			f.DefValue = "" // the zero value of the flags this is used on: PrintDefaults leaves it out
+			continue
 		}
+		f.DefValue = v
+		_ = fs.Set(name, v)
 	}
 }
 
@@ -209,7 +210,7 @@ func addRunFlags(fs *flag.FlagSet, labelDefault string) *runFlags {
 }
 
 func runBenchKafka(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench kafka", stderr)
+	fs := newFlags("bench kafka", stdout, stderr)
 	workload := workloadFlags(fs)
 	out := addRunFlags(fs, "the bootstrap address")
 	if err := parse(fs, args); err != nil {
@@ -274,12 +275,12 @@ func writeRunOutputs(jsonPath, htmlPath, title string, doc any, runs []report.Ru
 }
 
 func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench compare", stderr)
+	fs := newFlags("bench compare", stdout, stderr)
 	htmlPath := fs.String("report", "", "also write a self-contained HTML page with the runs' percentile curves")
 	// Flags may come before, between or after the file names.
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}
@@ -317,7 +318,7 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 }
 
 func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench sweep", stderr)
+	fs := newFlags("bench sweep", stdout, stderr)
 	workload := workloadFlags(fs)
 	from := fs.Float64("from", 1000, "first target rate, records/s")
 	to := fs.Float64("to", 10000, "last target rate, records/s")

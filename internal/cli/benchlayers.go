@@ -51,7 +51,7 @@ const (
 )
 
 func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench layers", stderr)
+	fs := newFlags("bench layers", stdout, stderr)
 	workload := workloadFlags(fs)
 	var layers multiFlag
 	fs.Var(&layers, "layer", "a further setup NAME=CONFIG.yaml, measured after passthrough in the order given (repeatable)")

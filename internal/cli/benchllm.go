@@ -43,7 +43,7 @@ func llmWorkloadFlags(fs *flag.FlagSet) func() (llmload.Workload, error) {
 }
 
 func runBenchLLM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench llm", stderr)
+	fs := newFlags("bench llm", stdout, stderr)
 	workload := llmWorkloadFlags(fs)
 	out := addRunFlags(fs, "the URL")
 	if err := parse(fs, args); err != nil {

@@ -52,7 +52,7 @@ func parsePairs(s string) ([]llmPair, error) {
 }
 
 func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench llm-layers", stderr)
+	fs := newFlags("bench llm-layers", stdout, stderr)
 	workload := llmWorkloadFlags(fs)
 	latency := fs.Duration("latency", 1500*time.Millisecond, "the mock provider's fixed latency")
 	deltas := fs.Int("deltas", 10, "text deltas per streamed answer, spread over --latency")

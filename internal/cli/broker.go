@@ -13,7 +13,7 @@ import (
 const devWarning = "This is a development Kafka cluster (franz-go's kfake) for development and tests only: not for production data."
 
 func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("broker", stderr)
+	fs := newFlags("broker", stdout, stderr)
 	opts := devbroker.Options{AutoCreateTopics: true}
 	fs.IntVar(&opts.Brokers, "brokers", devbroker.DefaultBrokers, "number of brokers")
 	fs.StringVar(&opts.Listen, "listen", devbroker.DefaultListen, "address of broker 0; broker i listens on port+i")

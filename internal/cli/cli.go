@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,7 +29,7 @@ func commands() []command {
 		{"broker", "run a development Kafka cluster (for development and tests only)", runBroker},
 		{"keys", "manage key-encryption keys in a filesystem vault: create, rotate, list", runKeys},
 		{"mock", "run a mock LLM provider (mock llm; for tests and benchmarks only)", runMock},
-		{"bench", "measure: Kafka load (kafka), rate sweeps (sweep), the layer table (layers), comparisons (compare)", runBench},
+		{"bench", "measure: Kafka load (kafka), rate sweeps (sweep), the layer table (layers), LLM load (llm, llm-layers), comparisons (compare)", runBench},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -36,13 +37,21 @@ func commands() []command {
 // errUsage marks bad command-line usage: exit code 2.
 var errUsage = errors.New("usage")
 
-// Run runs the strait command with args and returns the exit code.
+// isHelp says whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// Run runs the strait command with args and returns the exit code. Help
+// asked for goes to stdout with exit code 0 (so that it can be paged);
+// usage errors go to stderr with exit code 2.
 func Run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) {
+		usage(stdout)
 		return 0
 	}
 	for _, c := range commands() {
@@ -70,24 +79,82 @@ func Run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "Strait: a gateway for Kafka clusters.")
+	fmt.Fprintln(w, "Strait: a gateway for Kafka clusters and LLM providers. Toward Kafka it speaks")
+	fmt.Fprintln(w, "the Kafka protocol (and can encrypt records); toward LLM providers it serves")
+	fmt.Fprintln(w, "the OpenAI and Anthropic APIs, translating between them.")
 	fmt.Fprintln(w, "\nUsage: strait <command> [flags]\n\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
-	}
+	printCommands(w, commands())
 	fmt.Fprintln(w, "\nRun 'strait <command> -h' for a command's flags. Start with 'strait demo'.")
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// helpOrUsage is where a command group (bench, keys, mock) prints its
+// overview, and what it returns: stdout and flag.ErrHelp (exit 0) when args
+// ask for help, stderr and errUsage (exit 2) when they name no command or
+// one that does not exist.
+func helpOrUsage(args []string, stdout, stderr io.Writer) (io.Writer, error) {
+	if len(args) > 0 && isHelp(args[0]) {
+		return stdout, flag.ErrHelp
+	}
+	return stderr, errUsage
+}
+
+// printCommands lists commands, their descriptions aligned after the
+// longest name.
+func printCommands(w io.Writer, cmds []command) {
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.usage)
+	}
+}
+
+// newFlags returns a flag set that reports errors instead of exiting. What
+// it prints while parsing goes to stdout when help was asked for (-h), to
+// stderr otherwise: see parseFlags.
+func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("strait "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(&flagOutput{stdout: stdout, stderr: stderr})
 	return fs
+}
+
+// flagOutput is the output of a flag set made by newFlags: stderr, but
+// held back while parseFlags runs, which then decides where it goes.
+type flagOutput struct {
+	stdout, stderr io.Writer
+	held           *bytes.Buffer
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) {
+	if o.held != nil {
+		return o.held.Write(p)
+	}
+	return o.stderr.Write(p)
+}
+
+// parseFlags is fs.Parse, except that the usage the flag package prints
+// for -h goes to stdout; for a bad flag it goes to stderr with the error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	o, ok := fs.Output().(*flagOutput)
+	if !ok {
+		return fs.Parse(args)
+	}
+	var held bytes.Buffer
+	o.held = &held
+	err := fs.Parse(args)
+	o.held = nil
+	w := o.stderr
+	if errors.Is(err, flag.ErrHelp) {
+		w = o.stdout
+	}
+	_, _ = w.Write(held.Bytes())
+	return err
 }
 
 // parse parses flags, mapping bad usage to errUsage.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

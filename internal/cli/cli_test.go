@@ -31,36 +31,99 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestUsage: help asked for goes to stdout with exit 0, so that
+// `strait --help | less` shows it; usage errors go to stderr with exit 2.
 func TestUsage(t *testing.T) {
 	tests := []struct {
-		args []string
-		code int
-		want []string // substrings of stderr
+		args   []string
+		code   int
+		stdout bool     // the output is on stdout (and stderr is empty), else on stderr (and stdout is empty)
+		want   []string // substrings of that output
+		not    []string // not in it
 	}{
-		{[]string{"frobnicate"}, 2, []string{`unknown command "frobnicate"`, "Usage: strait <command>", "demo", "run", "validate", "broker", "version"}},
-		{nil, 2, []string{"Usage: strait <command>"}},
-		{[]string{"-h"}, 0, []string{"Usage: strait <command>"}},
-		{[]string{"help"}, 0, []string{"Usage: strait <command>"}},
-		{[]string{"run"}, 2, []string{"-c FILE is required"}},
-		{[]string{"validate"}, 2, []string{"-c FILE is required"}},
-		{[]string{"run", "-no-such-flag"}, 2, []string{"no-such-flag"}},
-		{[]string{"version", "extra"}, 2, []string{"unexpected arguments"}},
-		{[]string{"broker", "-h"}, 0, []string{"-data-dir", "-listen"}},
-		{[]string{"demo", "-h"}, 0, []string{"-broker-listen", "-admin"}},
-		{[]string{"run", "-h"}, 0, []string{"config file"}},
+		{[]string{"frobnicate"}, 2, false, []string{`unknown command "frobnicate"`, "Usage: strait <command>", "demo", "run", "validate", "broker", "version"}, nil},
+		{nil, 2, false, []string{"Usage: strait <command>"}, nil},
+		{[]string{"-h"}, 0, true, []string{"Usage: strait <command>"}, nil},
+		{[]string{"--help"}, 0, true, []string{"Kafka clusters and LLM providers", "Usage: strait <command>", "LLM load (llm, llm-layers)"}, nil},
+		{[]string{"help"}, 0, true, []string{"Usage: strait <command>"}, nil},
+		{[]string{"run"}, 2, false, []string{"-c FILE is required"}, nil},
+		{[]string{"validate"}, 2, false, []string{"-c FILE is required"}, nil},
+		{[]string{"run", "-no-such-flag"}, 2, false, []string{"no-such-flag", "Usage of strait run"}, nil},
+		{[]string{"version", "extra"}, 2, false, []string{"unexpected arguments"}, nil},
+		{[]string{"version", "-h"}, 0, true, []string{"Usage of strait version"}, nil},
+		{[]string{"broker", "-h"}, 0, true, []string{"-data-dir", "-listen"}, nil},
+		{[]string{"broker", "--help"}, 0, true, []string{"-data-dir", "-listen"}, nil},
+		{[]string{"demo", "-h"}, 0, true, []string{"-broker-listen", "-admin"}, nil},
+		{[]string{"run", "-h"}, 0, true, []string{"config file"}, nil},
+		{[]string{"bench"}, 2, false, []string{"Usage: strait bench <command>"}, nil},
+		{[]string{"bench", "-h"}, 0, true, []string{"Usage: strait bench <command>", "llm-layers"}, nil},
+		{[]string{"bench", "nope"}, 2, false, []string{`unknown command "nope"`}, nil},
+		{[]string{"bench", "layers", "-h"}, 0, true, []string{"-bootstrap", "(set by the run)", "(default 5000)"}, []string{`(default "(`}},
+		{[]string{"bench", "llm-layers", "-h"}, 0, true, []string{"-url", "(set by the run)"}, []string{`(default "(`}},
+		{[]string{"bench", "compare", "-h"}, 0, true, []string{"-report"}, nil},
+		{[]string{"keys"}, 2, false, []string{"Usage: strait keys <command>"}, nil},
+		{[]string{"keys", "--help"}, 0, true, []string{"Usage: strait keys <command>", "rotate"}, nil},
+		{[]string{"keys", "create", "-h"}, 0, true, []string{"Usage: strait keys create", "-vault"}, nil},
+		{[]string{"keys", "create"}, 2, false, []string{"missing the key name", "Usage: strait keys create"}, nil},
+		{[]string{"mock"}, 2, false, []string{"Usage: strait mock llm"}, nil},
+		{[]string{"mock", "-h"}, 0, true, []string{"Usage: strait mock llm"}, nil},
+		{[]string{"mock", "nope"}, 2, false, []string{`unknown mock "nope"`, "Usage: strait mock llm"}, nil},
+		{[]string{"mock", "llm", "-h"}, 0, true, []string{"-listen"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(append([]string{"strait"}, tt.args...), " "), func(t *testing.T) {
-			code, _, stderr := run(t, tt.args...)
+			code, stdout, stderr := run(t, tt.args...)
 			if code != tt.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			out, other, where := stderr, stdout, "stderr"
+			if tt.stdout {
+				out, other, where = stdout, stderr, "stdout"
+			}
+			if other != "" {
+				t.Errorf("want output on %s only; the other stream has:\n%s", where, other)
 			}
 			for _, w := range tt.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+				if !strings.Contains(out, w) {
+					t.Errorf("%s does not contain %q:\n%s", where, w, out)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(out, w) {
+					t.Errorf("%s contains %q:\n%s", where, w, out)
 				}
 			}
 		})
+	}
+}
+
+// The command lists align every description, however long the names.
+func TestUsageAligned(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"bench", "--help"}, {"keys", "--help"}} {
+		_, stdout, _ := run(t, args...)
+		col := -1
+		inList := false
+		for _, l := range strings.Split(stdout, "\n") {
+			if l == "Commands:" {
+				inList = true
+				continue
+			}
+			if !inList || !strings.HasPrefix(l, "  ") {
+				inList = inList && l != ""
+				continue
+			}
+			name := strings.Fields(l)[0]
+			c := strings.Index(l, name) + len(name)
+			c += len(l[c:]) - len(strings.TrimLeft(l[c:], " "))
+			if col < 0 {
+				col = c
+			} else if c != col {
+				t.Errorf("strait %s: %q starts its description at column %d, the first row at %d:\n%s", strings.Join(args, " "), name, c, col, stdout)
+			}
+		}
+		if col < 0 {
+			t.Errorf("strait %s lists no commands:\n%s", strings.Join(args, " "), stdout)
+		}
 	}
 }
 

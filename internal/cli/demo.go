@@ -61,7 +61,7 @@ llm:
 const demoKey = "strait-demo-key"
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+	fs := newFlags("demo", stdout, stderr)
 	listen := fs.String("listen", "127.0.0.1:19092", "the gateway's bootstrap address; node N is served on its port+1+N")
 	brokerListen := fs.String("broker-listen", devbroker.DefaultListen, "the development cluster's first broker")
 	adminListen := fs.String("admin", "127.0.0.1:9190", "the admin listener (/metrics, /healthz, /readyz)")

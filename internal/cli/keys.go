@@ -32,17 +32,13 @@ func keysCommands() []command {
 
 // runKeys manages the key-encryption keys of a filesystem vault (docs/kms.md).
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(stderr, "Usage: strait keys <command> [--vault PATH] [NAME]\n\nCommands:")
-		for _, c := range keysCommands() {
-			fmt.Fprintf(stderr, "  %-7s %s\n", c.name, c.usage)
-		}
-		fmt.Fprintf(stderr, "\nThe vault is --vault PATH, else $STRAIT_VAULT, else ./%s: a directory (mode 0700, one file per key,\n", defaultVault)
-		fmt.Fprintln(stderr, "mode 0600) or a single file ending in .json. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
-		if len(args) == 0 {
-			return errUsage
-		}
-		return flag.ErrHelp
+	if len(args) == 0 || isHelp(args[0]) {
+		w, err := helpOrUsage(args, stdout, stderr)
+		fmt.Fprintln(w, "Usage: strait keys <command> [--vault PATH] [NAME]\n\nCommands:")
+		printCommands(w, keysCommands())
+		fmt.Fprintf(w, "\nThe vault is --vault PATH, else $STRAIT_VAULT, else ./%s: a directory (mode 0700, one file per key,\n", defaultVault)
+		fmt.Fprintln(w, "mode 0600) or a single file ending in .json. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
+		return err
 	}
 	for _, c := range keysCommands() {
 		if c.name == args[0] {
@@ -64,7 +60,7 @@ func vaultFlag(fs *flag.FlagSet) *string {
 
 // parseWithName parses flags that may come before or after the one positional argument, a key name.
 func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return "", err
 		}
@@ -83,7 +79,7 @@ func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
 }
 
 func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys create", stderr)
+	fs := newFlags("keys create", stdout, stderr)
 	fs.Usage = keysUsage(fs, "create [--vault PATH] NAME",
 		"Creates the key-encryption key NAME (letters, digits, '.', '_', '-') with one version of 32 random bytes.\n"+
 			"Creates the vault if it is missing. Fails if NAME exists: use 'strait keys rotate NAME'.")
@@ -111,7 +107,7 @@ func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys rotate", stderr)
+	fs := newFlags("keys rotate", stdout, stderr)
 	fs.Usage = keysUsage(fs, "rotate [--vault PATH] NAME",
 		"Adds a version to the key-encryption key NAME. Gateways using the vault wrap new data keys with it within\n"+
 			"about a second, without a restart (docs/kms.md); older versions still decrypt.")
@@ -137,7 +133,7 @@ func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runKeysList(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys list", stderr)
+	fs := newFlags("keys list", stdout, stderr)
 	fs.Usage = keysUsage(fs, "list [--vault PATH] [--json]",
 		"Lists the key-encryption keys of the vault: names, versions and creation times. Never key material.")
 	path := vaultFlag(fs)

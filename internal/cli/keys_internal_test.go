@@ -179,8 +179,8 @@ func TestKeysErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, stderr, err := keys(t, "rotate", "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "Usage: strait keys rotate") {
-		t.Errorf("rotate -h: err = %v, stderr = %q", err, stderr)
+	if stdout, stderr, err := keys(t, "rotate", "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stdout, "Usage: strait keys rotate") || stderr != "" {
+		t.Errorf("rotate -h: err = %v, stdout = %q, stderr = %q; want the help on stdout", err, stdout, stderr)
 	}
 
 	if err := os.Chmod(dir, 0o755); err != nil {

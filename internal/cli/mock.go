@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,13 +19,14 @@ const mockWarning = "This is a mock LLM provider for tests and benchmarks: its a
 // benchmarks put behind the gateway (or in place of it, for a baseline).
 func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "llm" {
-		fmt.Fprintln(stderr, "Usage: strait mock llm [flags]\n\nRun 'strait mock llm -h' for the flags. (llm is the only mock there is.)")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			return flag.ErrHelp
+		w, err := helpOrUsage(args, stdout, stderr)
+		if len(args) > 0 && !isHelp(args[0]) {
+			fmt.Fprintf(w, "strait mock: unknown mock %q\n", args[0])
 		}
-		return errUsage
+		fmt.Fprintln(w, "Usage: strait mock llm [flags]\n\nRun 'strait mock llm -h' for the flags. (llm is the only mock there is.)")
+		return err
 	}
-	fs := newFlags("mock llm", stderr)
+	fs := newFlags("mock llm", stdout, stderr)
 	var opt mockllm.Options
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve on (HTTP/1.1 and cleartext HTTP/2, or TLS with --tls-cert)")
 	fs.DurationVar(&opt.Latency, "latency", 0, "time to answer, from the request's arrival; a stream's deltas are spread evenly over it, the first at once")

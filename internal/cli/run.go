@@ -7,7 +7,7 @@ import (
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", stderr)
+	fs := newFlags("run", stdout, stderr)
 	path := fs.String("c", "", "config file (YAML)")
 	fs.StringVar(path, "config", "", "config file (YAML); same as -c")
 	if err := parse(fs, args); err != nil {
@@ -40,7 +40,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", stderr)
+	fs := newFlags("validate", stdout, stderr)
 	path := fs.String("c", "", "config file (YAML)")
 	fs.StringVar(path, "config", "", "config file (YAML); same as -c")
 	if err := parse(fs, args); err != nil {

@@ -32,7 +32,7 @@ func versionString() string {
 }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", stderr)
+	fs := newFlags("version", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

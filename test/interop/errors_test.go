@@ -36,15 +36,16 @@ import (
 const (
 	// errorRecords is how many records the undecryptable topic holds.
 	errorRecords = 5
-	// wantConsumeErrors is how many fetch errors a consumer waits to be
-	// told of before it stops (kafkajs: crashes, each after its retries).
+	// wantConsumeErrors is how many fetch errors a consumer is run until
+	// it has been told of, unless its expectations say otherwise (kcat
+	// exits at the first; kafkajs tells of one only after five retries).
 	wantConsumeErrors = 3
 	// maxFailedFetches bounds the partition failures the gateway may log
 	// for one consumer's topic while it runs until it has been told of
-	// wantConsumeErrors errors. A client that backs off between fetches
-	// stays near wantConsumeErrors (kafkajs, which retries five times
-	// before each crash, near 20); one that cannot read the error and
-	// refetches at once made the gateway log thousands within seconds.
+	// its errors. A client that backs off between fetches stays near the
+	// number of errors (kafkajs, which retries five times before it
+	// tells, at 6); one that cannot read the failed partition and
+	// refetches at once made the gateway log thousands within a second.
 	maxFailedFetches = 200
 	// errorClientTimeout bounds each client's run; the clients stop
 	// sooner, once told of their errors.

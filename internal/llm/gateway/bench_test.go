@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/translate"
@@ -92,6 +93,10 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 func (d *discard) Flush()                      {}
+
+// SetReadDeadline stands for net/http's, which the gateway sets while it
+// reads a body.
+func (d *discard) SetReadDeadline(time.Time) error { return nil }
 
 func benchServe(b *testing.B, body string, prov *memProvider) {
 	for _, bc := range []struct {
@@ -204,6 +209,35 @@ func BenchmarkLoopback(b *testing.B) {
 				n++
 			}
 			b.ReportMetric(overhead/float64(n), "overhead-µs/op")
+		})
+	}
+}
+
+// BenchmarkScrub is the cost of looking for two provider keys in what the
+// fast path relays: an ordinary stream event and JSON answer (scrubContent,
+// what every response pays), and an error body (scrubError).
+func BenchmarkScrub(b *testing.B) {
+	r := newRedactor([]string{leakyOpenAIKey, leakyAnthropicKey})
+	event := []byte(openAIEvents("gpt-4o")[1])
+	answer := []byte(openAIJSON("gpt-4o"))
+	errBody := []byte(`{"error":{"message":"Rate limit reached for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000.\nPlease try again in 2s.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`)
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) []byte
+		in   []byte
+	}{
+		{"event", r.scrubEvent, event},
+		{"answer", r.scrubContent, answer},
+		{"error", r.scrubError, errBody},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := bc.f(bc.in); len(out) != len(bc.in) {
+					b.Fatal("changed")
+				}
+			}
 		})
 	}
 }

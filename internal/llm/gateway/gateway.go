@@ -44,6 +44,10 @@ import (
 // Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 10 << 20
 
+// DefaultBodyReadTimeout bounds reading a request body when
+// Options.BodyReadTimeout is 0.
+const DefaultBodyReadTimeout = 30 * time.Second
+
 // maxResponseBytes bounds a non-streaming provider response held in memory
 // (a streamed one is relayed event by event, each bounded by the sse
 // reader).
@@ -65,10 +69,16 @@ type Options struct {
 	// MaxBodyBytes is the largest request body accepted (413 above it);
 	// 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time a client may take to send its whole
+	// request body, from the end of its headers (408 past it), so that
+	// slow clients cannot hold requests open; 0 means
+	// DefaultBodyReadTimeout, below 0 no limit.
+	BodyReadTimeout time.Duration
 	// Translate tunes cross-dialect request translation.
 	Translate translate.Options
 	// Log receives the access log (one Info line per request) and errors;
-	// nil discards them.
+	// nil discards them. Every provider's API key is masked in what it
+	// receives.
 	Log *slog.Logger
 	// Metrics records the gateway's metrics; nil records into a private
 	// registry nobody reads.
@@ -104,12 +114,16 @@ type Gateway struct {
 	routes    []*route
 	keys      []Key
 	maxBody   int64
+	bodyWait  time.Duration // 0: no limit
 	topts     translate.Options
-	log       *slog.Logger
-	m         *Metrics
-	models    modelList
-	series    sync.Map // seriesKey -> *series
-	paths     [2]pathSeries
+	// red masks the providers' keys in what clients get and in the log;
+	// nil when no provider has a key.
+	red    *redactor
+	log    *slog.Logger
+	m      *Metrics
+	models modelList
+	series sync.Map // seriesKey -> *series
+	paths  [2]pathSeries
 
 	// baseCtx is the parent of every request's context; cancelling it
 	// (when a drain times out) aborts every request still running.
@@ -133,6 +147,7 @@ func New(opts Options) (*Gateway, error) {
 		providers: map[string]*provider{},
 		keys:      opts.Keys,
 		maxBody:   opts.MaxBodyBytes,
+		bodyWait:  opts.BodyReadTimeout,
 		topts:     opts.Translate,
 		log:       opts.Log,
 		m:         opts.Metrics,
@@ -141,8 +156,21 @@ func New(opts Options) (*Gateway, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
+	switch {
+	case g.bodyWait == 0:
+		g.bodyWait = DefaultBodyReadTimeout
+	case g.bodyWait < 0:
+		g.bodyWait = 0
+	}
+	var secrets []string
+	for _, p := range opts.Providers {
+		secrets = append(secrets, p.APIKey)
+	}
+	g.red = newRedactor(secrets)
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	} else if g.red != nil {
+		g.log = slog.New(&redactHandler{next: g.log.Handler(), r: g.red})
 	}
 	if g.m == nil {
 		g.m = NewMetrics(nil)

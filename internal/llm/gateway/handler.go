@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 const (
 	errAuth             = "auth"
 	errBadRequest       = "bad_request"
+	errBodyTimeout      = "body_timeout"
 	errTooLarge         = "too_large"
 	errNotFound         = "not_found"
 	errMethod           = "method"
@@ -71,11 +74,33 @@ const (
 
 // timedOut runs when the exchange's timer fires: it cancels the provider
 // request with the cause of the current phase.
+//
+// A stream's idle limit is kept lazily: each event only records when it
+// came (lastEvent), and when the timer fires early because events came
+// since it was set, it is set again for the new end of the idle period.
+// That costs a stream one atomic store per event rather than a timer reset.
 func (x *exchange) timedOut() {
+	x.tmu.Lock()
+	defer x.tmu.Unlock()
+	if x.timerDone {
+		return
+	}
 	switch x.phase.Load() {
 	case phaseResponse:
 		x.cancel(errResponseTimeout)
 	case phaseRequest:
+		if last := x.lastEvent.Load(); x.idle > 0 && last != 0 {
+			now := x.clock()
+			idleEnd := time.Duration(last) + x.idle
+			switch {
+			case now < idleEnd && now < x.reqEnd:
+				x.timer.Reset(min(idleEnd, x.reqEnd) - now)
+				return
+			case idleEnd < x.reqEnd:
+				x.cancel(errIdleTimeout)
+				return
+			}
+		}
 		x.cancel(errRequestTimeout)
 	default:
 		x.cancel(errStreamOver)
@@ -83,21 +108,55 @@ func (x *exchange) timedOut() {
 }
 
 // gotFirstByte moves the timer from response_timeout to what is left of
-// request_timeout.
+// request_timeout, or, for a stream, to stream_idle_timeout if that ends
+// first.
 func (x *exchange) gotFirstByte() {
 	x.firstByte = true
-	if x.timer == nil || !x.phase.CompareAndSwap(phaseResponse, phaseRequest) {
+	if x.timer == nil {
+		return
+	}
+	x.tmu.Lock()
+	defer x.tmu.Unlock()
+	now := x.clock()
+	if x.idle > 0 {
+		x.lastEvent.Store(int64(max(now, 1)))
+	}
+	// With response_timeout at or above request_timeout the timer already
+	// runs for request_timeout; a stream still needs it shortened to its
+	// idle limit.
+	if !x.phase.CompareAndSwap(phaseResponse, phaseRequest) && (x.idle == 0 || x.phase.Load() != phaseRequest) {
 		return
 	}
 	if x.timer.Stop() {
-		x.timer.Reset(max(x.reqEnd-x.clock(), 0))
+		d := x.reqEnd - now
+		if x.idle > 0 {
+			d = min(d, x.idle)
+		}
+		x.timer.Reset(max(d, 0))
 	}
+}
+
+// timerEnd moves the timer to the grace after a stream's terminator.
+func (x *exchange) timerEnd() {
+	x.tmu.Lock()
+	defer x.tmu.Unlock()
+	x.phase.Store(phaseOver)
+	x.timer.Reset(afterTerminator)
+}
+
+// stopTimer stops the timer for good, when the exchange is over.
+func (x *exchange) stopTimer() {
+	x.tmu.Lock()
+	defer x.tmu.Unlock()
+	x.timerDone = true
+	x.timer.Stop()
 }
 
 // Causes of an upstream request's cancellation.
 var (
 	errResponseTimeout = errors.New("response timeout")
 	errRequestTimeout  = errors.New("request timeout")
+	errIdleTimeout     = errors.New("stream idle timeout")
 	errStreamOver      = errors.New("stream over")
 )
 
@@ -117,6 +176,8 @@ type exchange struct {
 	g *Gateway
 	r *http.Request
 	w respWriter
+	// scrub masks provider keys in a stream on its way to w.
+	scrub scrubWriter
 	// start is when the request arrived; every other instant is kept as
 	// the time since start, which costs one clock read (time.Since) where
 	// time.Now costs two.
@@ -147,8 +208,15 @@ type exchange struct {
 	// phase): response_timeout until the first byte, then
 	// request_timeout, then the grace after a stream's terminator.
 	timer     *time.Timer
+	tmu       sync.Mutex // serialises moving and firing the timer
+	timerDone bool       // the exchange is over: the timer stays stopped
 	phase     atomic.Int32
 	firstByte bool
+	// idle is the provider's stream_idle_timeout for a stream, else 0;
+	// lastEvent is the clock reading at the stream's last event (0: not
+	// started).
+	idle      time.Duration
+	lastEvent atomic.Int64
 	reqEnd    time.Duration // clock reading at which request_timeout ends
 	sendStart time.Duration
 	// wrote is when the request was fully written, in nanoseconds since
@@ -284,6 +352,9 @@ func (x *exchange) authenticate() bool {
 // relay serves a chat, messages or count_tokens request.
 func (x *exchange) relay() {
 	g := x.g
+	if !x.jsonContentType() {
+		return
+	}
 	body, ok := x.readBody()
 	if !ok {
 		return
@@ -343,8 +414,11 @@ func (x *exchange) relay() {
 	if p.ResponseTimeout >= p.RequestTimeout {
 		x.phase.Store(phaseRequest)
 	}
+	if x.stream {
+		x.idle = p.StreamIdleTimeout
+	}
 	x.timer = time.AfterFunc(min(p.ResponseTimeout, p.RequestTimeout), x.timedOut)
-	defer x.timer.Stop()
+	defer x.stopTimer()
 	x.ct.WroteRequest = func(httptrace.WroteRequestInfo) { x.wrote.Store(max(int64(time.Since(x.start)), 1)) }
 	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &x.ct), http.MethodPost, p.url(x.op), bytes.NewReader(out))
 	if err != nil {
@@ -404,14 +478,84 @@ func isEventStream(ctype string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
-// readBody reads the client's body, up to the size limit.
+// jsonContentType answers 415, as the providers' APIs do, to a body
+// declared as anything but JSON: a form or text/plain (what curl -d sends)
+// would otherwise be read as JSON and give a confusing syntax error, or
+// worse, be taken. A request without a Content-Type is read as JSON, as the
+// providers do.
+func (x *exchange) jsonContentType() bool {
+	ct := x.r.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	sub, ok := cutPrefixFold(mt, "application/")
+	if ok && (strings.EqualFold(sub, "json") || (len(sub) > 5 && strings.EqualFold(sub[len(sub)-5:], "+json"))) {
+		return true
+	}
+	x.fail(errBadRequest, &translate.Error{Status: http.StatusUnsupportedMediaType, Kind: kindInvalidRequest,
+		Message: fmt.Sprintf("Content-Type %q is not supported: send the request body as JSON with Content-Type: application/json", clip(ct))})
+	return false
+}
+
+// cutPrefixFold is strings.CutPrefix, ignoring case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// readBody reads the client's body, up to the size limit, within
+// body_read_timeout.
 func (x *exchange) readBody() ([]byte, bool) {
-	max := x.g.maxBody
-	r := x.r
-	if r.ContentLength > max {
+	if x.r.ContentLength > x.g.maxBody {
 		x.tooLarge()
 		return nil, false
 	}
+	var dl deadliner
+	if x.r.ContentLength != 0 && x.g.bodyWait > 0 {
+		// A read deadline on the connection (HTTP/1.1) or the stream
+		// (HTTP/2): a client that sends its body slowly, or never, holds
+		// the request for at most body_read_timeout. A writer that cannot
+		// take deadlines (a test's recorder) reads without one.
+		dl = readDeadliner(x.w.rw)
+		if dl.SetReadDeadline(time.Now().Add(x.g.bodyWait)) != nil {
+			dl = nil
+		}
+	}
+	body, ok := x.readAll()
+	// The deadline is lifted once the body is in, as the provider may
+	// take much longer to answer, but not when it passed: net/http then
+	// reads what is left of the body after the handler, and would wait for
+	// it without end.
+	if dl != nil && x.errKind != errBodyTimeout {
+		dl.SetReadDeadline(time.Time{})
+	}
+	return body, ok
+}
+
+// deadliner is a ResponseWriter that can bound the reading of the request
+// body, as net/http's own writers (HTTP/1.1 and HTTP/2) can.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+}
+
+// readDeadliner returns w's SetReadDeadline, directly when w has one
+// (which costs no allocation), else through a ResponseController, which
+// finds one under wrappers.
+func readDeadliner(w http.ResponseWriter) deadliner {
+	if d, ok := w.(deadliner); ok {
+		return d
+	}
+	return http.NewResponseController(w)
+}
+
+// readAll reads the body, answering the client if that fails.
+func (x *exchange) readAll() ([]byte, bool) {
+	max := x.g.maxBody
+	r := x.r
 	var body []byte
 	var err error
 	if r.ContentLength >= 0 && r.ContentLength <= preallocMax {
@@ -429,6 +573,10 @@ func (x *exchange) readBody() ([]byte, bool) {
 		switch {
 		case errors.As(err, &mbe):
 			x.tooLarge()
+		case isDeadline(err):
+			// Checked before the context: HTTP/1.1 cancels the request's
+			// context when a read of its connection fails.
+			x.bodyTimedOut()
 		case x.r.Context().Err() != nil:
 			x.gone()
 		default:
@@ -438,6 +586,24 @@ func (x *exchange) readBody() ([]byte, bool) {
 		return nil, false
 	}
 	return body, true
+}
+
+// isDeadline reports whether err is a read deadline that passed.
+func isDeadline(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// bodyTimedOut answers 408 to a client that did not send its body within
+// body_read_timeout. Over HTTP/1.1 the connection is closed after the
+// answer: the rest of the body may still be on its way.
+func (x *exchange) bodyTimedOut() {
+	x.g.log.Warn("llm client did not send its request body in time", "peer", x.r.RemoteAddr, "body_read_timeout", x.g.bodyWait, "path", clip(x.r.URL.Path))
+	if x.r.ProtoMajor == 1 {
+		x.w.Header().Set("Connection", "close")
+	}
+	x.fail(errBodyTimeout, &translate.Error{Status: http.StatusRequestTimeout, Kind: kindTimeout,
+		Message: fmt.Sprintf("the request body did not arrive within %s (the gateway's llm.body_read_timeout); send it promptly, or ask the operator to raise the limit", x.g.bodyWait)})
 }
 
 func (x *exchange) tooLarge() {
@@ -496,6 +662,9 @@ func (x *exchange) classify(err error) (*translate.Error, string) {
 	case errors.Is(cause, errRequestTimeout):
 		return &translate.Error{Status: 504, Kind: kindTimeout,
 			Message: fmt.Sprintf("provider %q did not finish its response within %s (request_timeout)", p.Name, p.timeoutR)}, errUpstreamTimeout
+	case errors.Is(cause, errIdleTimeout):
+		return &translate.Error{Status: 504, Kind: kindTimeout,
+			Message: fmt.Sprintf("provider %q sent nothing for %s in the middle of its stream (stream_idle_timeout)", p.Name, p.timeoutIdle)}, errUpstreamTimeout
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -518,10 +687,14 @@ func (x *exchange) providerError(resp *http.Response, body io.Reader) {
 	}
 	x.lap(StageResponseReceive)
 	p := x.rt.p
-	copyResponseIDs(x.w.Header(), resp.Header)
+	x.relayIDs(resp)
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		x.w.Header().Set("Retry-After", ra)
+		x.w.Header().Set("Retry-After", string(x.g.red.scrubError([]byte(ra))))
 	}
+	// The provider may quote the key the gateway sent it ("Incorrect API
+	// key provided: sk-…"): mask it before the body goes anywhere, forwarded
+	// (fast path), mapped or logged.
+	data = x.g.red.scrubError(data)
 	pe := translate.ParseError(p.Dialect, resp.StatusCode, data)
 	if resp.StatusCode == 401 || resp.StatusCode == 403 {
 		x.g.log.Error("llm provider refused the gateway's credentials: check its api_key", "provider", p.Name, "status", resp.StatusCode, "message", pe.Message)
@@ -663,6 +836,21 @@ func copyResponseIDs(dst, src http.Header) {
 	}
 }
 
+// relayIDs passes the provider's request id on (copyResponseIDs), masked
+// like everything else the provider sends.
+func (x *exchange) relayIDs(resp *http.Response) {
+	h := x.w.Header()
+	copyResponseIDs(h, resp.Header)
+	if x.g.red == nil {
+		return
+	}
+	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
+		if v := h.Get(k); v != "" {
+			h.Set(k, string(x.g.red.scrubError([]byte(v))))
+		}
+	}
+}
+
 // relayJSON relays a non-streaming success response.
 func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 	p := x.rt.p
@@ -692,10 +880,15 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 		}
 		ctype = "application/json"
 	}
+	// An answer carries no key unless a provider echoes one where it should
+	// not; the search costs a few byte scans (scrubContent).
+	data = x.g.red.scrubContent(data)
 	x.lap(StageTranslate)
-	copyResponseIDs(x.w.Header(), resp.Header)
+	x.relayIDs(resp)
 	if ctype == "" {
 		ctype = "application/json"
+	} else if x.g.red != nil {
+		ctype = string(x.g.red.scrubError([]byte(ctype)))
 	}
 	x.writeBody(resp.StatusCode, ctype, data)
 }
@@ -711,7 +904,7 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	copyResponseIDs(h, resp.Header)
+	x.relayIDs(resp)
 	if x.trace {
 		h.Set("Trailer", OverheadTrailer+", "+TraceHeader)
 	} else {
@@ -722,7 +915,13 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	x.w.FlushError()
 	x.lap(StageResponseSend)
 
-	sw := sse.NewWriter(&x.w)
+	var sw *sse.Writer
+	if x.g.red != nil {
+		x.scrub = scrubWriter{w: &x.w, red: x.g.red}
+		sw = sse.NewWriter(&x.scrub)
+	} else {
+		sw = sse.NewWriter(&x.w)
+	}
 	var cause, evErr error
 	for {
 		t0, recv0 := x.clock(), x.recvWait
@@ -736,6 +935,9 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 				cause = err
 			}
 			break
+		}
+		if x.idle > 0 {
+			x.lastEvent.Store(int64(t1))
 		}
 		sent0 := x.w.sendDur
 		evErr = st.Event(ev, sw)
@@ -753,8 +955,7 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 			// The terminator is in; the end of the body should follow at
 			// once. Reading on lets the connection be reused, but a
 			// provider that holds the response open is not waited for.
-			x.phase.Store(phaseOver)
-			x.timer.Reset(afterTerminator)
+			x.timerEnd()
 		}
 	}
 	x.mark = x.clock()
@@ -831,12 +1032,36 @@ func (x *exchange) endStream(st translate.Stream, sw *sse.Writer, cause error) {
 	}
 }
 
-// fail answers with e in the client's dialect.
+// fail answers with e in the client's dialect. The body is scrubbed of the
+// providers' keys: a provider's message is often part of e.
 func (x *exchange) fail(kind string, e *translate.Error) {
 	x.errKind, x.errMsg = kind, e.Message
 	status, body := translate.ErrorBody(x.client, e)
-	x.writeBody(status, "application/json", body)
+	x.writeBody(status, "application/json", x.g.red.scrubError(body))
 }
+
+// scrubWriter masks the providers' keys in a stream on its way to the
+// client. sse.Writer hands it one whole event per Write, whether relayed as
+// received (the fast path) or made by translation, so a key is never split
+// between two writes; the sse.Reader has already joined events that came
+// split across reads. Error events get scrubError, every other event
+// scrubContent, which for an event without a key is one short search per
+// key.
+type scrubWriter struct {
+	w   *respWriter
+	red *redactor
+}
+
+func (s *scrubWriter) Write(b []byte) (int, error) {
+	if _, err := s.w.Write(s.red.scrubEvent(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// FlushError flushes the client's writer; sse.Writer calls it after each
+// event.
+func (s *scrubWriter) FlushError() error { return s.w.FlushError() }
 
 // writeBody sends a whole response, with the overhead header (and the
 // trace, if asked for) computed just before the headers go out.

@@ -28,8 +28,8 @@ import (
 // gateway must send instead.
 const (
 	testKey         = "strait-test-key"
-	openAIKey       = "sk-provider-openai"
-	anthropicKey    = "sk-provider-anthropic"
+	openAIKey       = "sk-provider-openai-Xq7vT2mLk9"
+	anthropicKey    = "sk-provider-anthropic-Jw4rB8nZc3"
 	waitLimit       = 10 * time.Second
 	providerTimeout = 5 * time.Second
 )

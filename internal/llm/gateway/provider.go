@@ -37,6 +37,10 @@ const (
 	DefaultConnectTimeout  = 5 * time.Second
 	DefaultResponseTimeout = 60 * time.Second
 	DefaultRequestTimeout  = 10 * time.Minute
+	// DefaultStreamIdleTimeout is longer than DefaultResponseTimeout:
+	// some models send their first chunk at once and then think for a
+	// while before the next.
+	DefaultStreamIdleTimeout = 2 * time.Minute
 )
 
 // AnthropicVersion is the anthropic-version header sent to Anthropic
@@ -74,6 +78,10 @@ type Provider struct {
 	// RequestTimeout bounds a whole request, a stream to its end included;
 	// 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// StreamIdleTimeout bounds the wait for the next event of a stream
+	// once its first byte has come (any event counts, keep-alives
+	// included); 0 means DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
 }
 
 // provider is a Provider ready for requests.
@@ -82,12 +90,13 @@ type provider struct {
 	tr *http.Transport
 	// rt is tr, except in tests and benchmarks that stand in for the
 	// network.
-	rt                    http.RoundTripper
-	chatURL, messagesURL  string
-	countURL              string
-	header                http.Header // sent on every request; cloned per request
-	upstreamObs           prometheus.Observer
-	timeoutResp, timeoutR string // the timeouts, for error messages
+	rt                   http.RoundTripper
+	chatURL, messagesURL string
+	countURL             string
+	header               http.Header // sent on every request; cloned per request
+	upstreamObs          prometheus.Observer
+	// The timeouts, for error messages.
+	timeoutResp, timeoutR, timeoutIdle string
 }
 
 func newProvider(p Provider) (*provider, error) {
@@ -137,6 +146,9 @@ func newProvider(p Provider) (*provider, error) {
 	if p.RequestTimeout <= 0 {
 		p.RequestTimeout = DefaultRequestTimeout
 	}
+	if p.StreamIdleTimeout <= 0 {
+		p.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
 	rt := &http.Transport{
 		// Provider traffic goes where the config says, never through
 		// a proxy picked up from the environment.
@@ -179,6 +191,7 @@ func newProvider(p Provider) (*provider, error) {
 		header:      h,
 		timeoutResp: p.ResponseTimeout.String(),
 		timeoutR:    p.RequestTimeout.String(),
+		timeoutIdle: p.StreamIdleTimeout.String(),
 	}, nil
 }
 

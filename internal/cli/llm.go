@@ -38,7 +38,8 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 		return llmgw.Options{}, fmt.Errorf("llm gateway keys: %w", err)
 	}
 	opts := llmgw.Options{
-		MaxBodyBytes: int64(l.MaxBodyBytes),
+		MaxBodyBytes:    int64(l.MaxBodyBytes),
+		BodyReadTimeout: l.BodyReadTimeout.Duration,
 		Translate: translate.Options{
 			DefaultMaxTokens: l.Translation.MaxTokensDefault,
 			MaxTokensCap:     l.Translation.MaxTokensCap,
@@ -52,15 +53,16 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 	}
 	for name, p := range l.Providers {
 		gp := llmgw.Provider{
-			Name:            name,
-			Dialect:         translate.Dialect(p.Dialect),
-			BaseURL:         p.BaseURL,
-			APIKey:          string(p.APIKey),
-			HTTP:            llmgw.HTTPVersion(p.HTTP),
-			MaxConns:        p.MaxConns,
-			ConnectTimeout:  p.ConnectTimeout.Duration,
-			ResponseTimeout: p.ResponseTimeout.Duration,
-			RequestTimeout:  p.RequestTimeout.Duration,
+			Name:              name,
+			Dialect:           translate.Dialect(p.Dialect),
+			BaseURL:           p.BaseURL,
+			APIKey:            string(p.APIKey),
+			HTTP:              llmgw.HTTPVersion(p.HTTP),
+			MaxConns:          p.MaxConns,
+			ConnectTimeout:    p.ConnectTimeout.Duration,
+			ResponseTimeout:   p.ResponseTimeout.Duration,
+			RequestTimeout:    p.RequestTimeout.Duration,
+			StreamIdleTimeout: p.StreamIdleTimeout.Duration,
 		}
 		if strings.HasPrefix(p.BaseURL, "https://") {
 			tc, err := p.TLS.Build()

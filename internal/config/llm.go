@@ -27,6 +27,12 @@ const (
 	DefaultLLMConnectTimeout  = 5 * time.Second
 	DefaultLLMResponseTimeout = 60 * time.Second
 	DefaultLLMRequestTimeout  = 10 * time.Minute
+	// DefaultLLMBodyReadTimeout bounds receiving a request body.
+	DefaultLLMBodyReadTimeout = 30 * time.Second
+	// DefaultLLMStreamIdleTimeout is longer than the response timeout:
+	// some models send their first chunk at once and then think for a
+	// while before the next.
+	DefaultLLMStreamIdleTimeout = 2 * time.Minute
 )
 
 // LLM configures the LLM gateway: listeners clients call with the OpenAI or
@@ -42,6 +48,9 @@ type LLM struct {
 	APIKeysFile string `yaml:"api_keys_file,omitempty"`
 	// MaxBodyBytes is the largest request body accepted.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// BodyReadTimeout bounds the time a client may take to send a request
+	// body, from the end of its headers.
+	BodyReadTimeout Duration `yaml:"body_read_timeout"`
 	// Translation tunes requests translated between the dialects.
 	Translation LLMTranslation `yaml:"translation"`
 	// Providers are the upstream APIs, by name.
@@ -112,6 +121,9 @@ type LLMProvider struct {
 	ResponseTimeout Duration `yaml:"response_timeout"`
 	// RequestTimeout bounds a whole request, streams included.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// StreamIdleTimeout bounds the gap between two events of a stream,
+	// once it has started.
+	StreamIdleTimeout Duration `yaml:"stream_idle_timeout"`
 }
 
 // LLMProviderTLS tunes TLS toward a provider; https:// turns TLS on.
@@ -328,6 +340,9 @@ func (c *Config) applyLLMDefaults() {
 	if !c.set["llm.max_body_bytes"] && l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = DefaultLLMMaxBodyBytes
 	}
+	if !c.set["llm.body_read_timeout"] && l.BodyReadTimeout.Duration == 0 {
+		l.BodyReadTimeout.Duration = DefaultLLMBodyReadTimeout
+	}
 	if !c.set["llm.translation.max_tokens_default"] && l.Translation.MaxTokensDefault == 0 {
 		l.Translation.MaxTokensDefault = DefaultLLMMaxTokens
 	}
@@ -365,6 +380,9 @@ func (c *Config) applyLLMDefaults() {
 		}
 		if !c.set[p+".request_timeout"] && pr.RequestTimeout.Duration == 0 {
 			pr.RequestTimeout.Duration = DefaultLLMRequestTimeout
+		}
+		if !c.set[p+".stream_idle_timeout"] && pr.StreamIdleTimeout.Duration == 0 {
+			pr.StreamIdleTimeout.Duration = DefaultLLMStreamIdleTimeout
 		}
 	}
 }
@@ -418,6 +436,9 @@ func (v *validator) llm(infos []vcInfo, admin vcInfo) {
 	v.llmKeys(l)
 	if l.MaxBodyBytes <= 0 {
 		v.add("llm.max_body_bytes", fmt.Sprintf("must be greater than 0 (the default is %d, 10MiB)", DefaultLLMMaxBodyBytes))
+	}
+	if l.BodyReadTimeout.Duration <= 0 {
+		v.add("llm.body_read_timeout", "must be greater than zero (the default is 30s): it bounds how long a client may take to send a request body")
 	}
 	if l.Translation.MaxTokensDefault < 1 {
 		v.add("llm.translation.max_tokens_default", fmt.Sprintf("must be at least 1 (the default is %d)", DefaultLLMMaxTokens))
@@ -575,6 +596,7 @@ func (v *validator) llmProvider(p, name string, pr *LLMProvider) {
 		{"connect_timeout", pr.ConnectTimeout.Duration, "5s"},
 		{"response_timeout", pr.ResponseTimeout.Duration, "60s"},
 		{"request_timeout", pr.RequestTimeout.Duration, "10m"},
+		{"stream_idle_timeout", pr.StreamIdleTimeout.Duration, "2m"},
 	} {
 		if d.val <= 0 {
 			v.add(p+"."+d.key, "must be greater than zero (e.g. "+d.eg+")")

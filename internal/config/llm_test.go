@@ -66,6 +66,8 @@ func TestLLMDefaults(t *testing.T) {
 		{"connect_timeout", p.ConnectTimeout.Duration, DefaultLLMConnectTimeout},
 		{"response_timeout", p.ResponseTimeout.Duration, DefaultLLMResponseTimeout},
 		{"request_timeout", p.RequestTimeout.Duration, DefaultLLMRequestTimeout},
+		{"stream_idle_timeout", p.StreamIdleTimeout.Duration, DefaultLLMStreamIdleTimeout},
+		{"body_read_timeout", l.BodyReadTimeout.Duration, DefaultLLMBodyReadTimeout},
 		{"route name", l.Routes[0].RouteName(), "gpt-*"},
 	} {
 		if tt.got != tt.want {
@@ -98,6 +100,7 @@ func TestLLMFull(t *testing.T) {
 		"    - {name: from-env, key: \"${env:LLM_TEST_KEY}\"}",
 		"  api_keys_file: "+keysFile,
 		"  max_body_bytes: 2MiB",
+		"  body_read_timeout: 5s",
 		"  translation: {max_tokens_default: 1024, max_tokens_cap: 8192, strict: true}",
 		"  providers:",
 		"    openai:",
@@ -110,6 +113,7 @@ func TestLLMFull(t *testing.T) {
 		"      connect_timeout: 2s",
 		"      response_timeout: 30s",
 		"      request_timeout: 5m",
+		"      stream_idle_timeout: 45s",
 		"    local: {dialect: anthropic, base_url: \"http://127.0.0.1:8000/\", http: h2c}",
 		"  routes:",
 		"    - {name: gpt, match: \"gpt-*\", provider: openai, models: [gpt-4o, gpt-4o-mini]}",
@@ -127,8 +131,11 @@ func TestLLMFull(t *testing.T) {
 		t.Errorf("max_body_bytes %d, translation %+v", l.MaxBodyBytes, l.Translation)
 	}
 	p := l.Providers["openai"]
-	if string(p.APIKey) != "sk-provider" || p.HTTP != "h2" || p.MaxConns != 16 || p.ResponseTimeout.Duration != 30*time.Second {
+	if string(p.APIKey) != "sk-provider" || p.HTTP != "h2" || p.MaxConns != 16 || p.ResponseTimeout.Duration != 30*time.Second || p.StreamIdleTimeout.Duration != 45*time.Second {
 		t.Errorf("provider %+v", p)
+	}
+	if l.BodyReadTimeout.Duration != 5*time.Second {
+		t.Errorf("body_read_timeout %v", l.BodyReadTimeout)
 	}
 	if tc, err := p.TLS.Build(); err != nil || tc.ServerName != "api.example.com" || tc.RootCAs == nil {
 		t.Errorf("provider TLS: %v", err)
@@ -188,6 +195,9 @@ func TestLLMErrors(t *testing.T) {
 		{"keys file empty", llmWith(5, "", "  api_keys_file: "+emptyKeys), "llm.api_keys_file", 9, "holds no keys"},
 		{"bad size", llmWith(0, "", "  max_body_bytes: 10 megs"), "llm.max_body_bytes", 10, "is not a size"},
 		{"zero size", llmWith(0, "", "  max_body_bytes: 0"), "llm.max_body_bytes", 10, "must be greater than 0"},
+		{"body_read_timeout zero", llmWith(0, "", "  body_read_timeout: 0s"), "llm.body_read_timeout", 10, "must be greater than zero (the default is 30s)"},
+		{"body_read_timeout without unit", llmWith(0, "", "  body_read_timeout: 30"), "llm.body_read_timeout", 10, "add a unit"},
+		{"stream_idle_timeout zero", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", stream_idle_timeout: 0s}"), "llm.providers.mock.stream_idle_timeout", 7, "greater than zero (e.g. 2m)"},
 		{"max tokens zero", llmWith(0, "", "  translation: {max_tokens_default: 0}"), "llm.translation.max_tokens_default", 10, "at least 1"},
 		{"no providers", llmWith(7, "    {}"), "llm.providers", 6, "at least one provider"},
 		{"bad dialect", llmWith(7, "    mock: {dialect: gemini, base_url: \"http://127.0.0.1:8000\"}"), "llm.providers.mock.dialect", 7, "use one of openai, anthropic"},

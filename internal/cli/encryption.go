@@ -46,7 +46,7 @@ type kmsCacheYAML struct {
 // mapping: yaml.Node.Decode ignores unknown keys, and a misspelt
 // "encrypt_header" must not silently leave headers in clear.
 var recordEncryptionKeys = map[string][]string{
-	"":          {"kms", "topics", "kek", "on_missing_kek", "unencrypted_on_fetch", "encrypt_headers", "encrypt_key", "bind_topic", "dek", "max_batch_bytes"},
+	"":          {"kms", "topics", "kek", "on_missing_kek", "unencrypted_on_fetch", "encrypt_headers", "encrypt_key", "bind_topic", "dek", "max_batch_bytes", "max_compression_ratio", "decompression_budget"},
 	"kms":       {"type", "path", "timeout", "cache"},
 	"kms.cache": {"disabled", "max_entries", "ttl", "latest_ttl", "negative_ttl"},
 	"dek":       {"max_records", "max_age"},

@@ -57,6 +57,8 @@ var (
 	errUnknownCodec  = errors.New("record batch names an unknown compression codec")
 	errCodec         = errors.New("record batch does not decompress")
 	errTooLarge      = errors.New("record batch decompresses to more than the configured limit (max_batch_bytes)")
+	errRatio         = errors.New("record batch decompresses to more than max_compression_ratio times its compressed size, as a decompression bomb does")
+	errBusy          = errors.New("the gateway's decompression budget stayed spent")
 	errTrailingBytes = errors.New("record batch holds bytes after its last record")
 )
 

@@ -2,18 +2,23 @@ package encryption
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/straitgw/strait/internal/kafka/membudget"
 )
 
 // codec is a record batch's compression codec (attributes bits 0-2).
@@ -64,10 +69,27 @@ func isXerial(src []byte) bool {
 
 // codecs compresses and decompresses record batches with bounded memory.
 // One value serves a whole filter; every method is safe for concurrent use.
+//
+// Decompression is where a small request turns into a lot of memory, so it
+// is bounded three ways: no batch decompresses to more than max (its
+// max_batch_bytes), nor to more than ratio times its compressed size (past
+// a floor); and the bytes every batch of the process holds decompressed at
+// once come out of budget, shared by all connections and all filters. Each
+// limit is checked as the output grows, so a bomb is stopped at the limit
+// rather than after it has been inflated whole.
 type codecs struct {
-	max int // the most a batch may decompress to
+	max    int // the most a batch may decompress to
+	ratio  int // the most a batch may grow by, past ratioFloor
+	budget *membudget.Budget
+	wait   time.Duration // how long a batch waits for budget before it is refused
 
 	gzipR, gzipW, lz4R, lz4W sync.Pool
+
+	// zstdStream keeps a few streaming decoders, for frames that do not
+	// state their size (the Java client writes such frames). Each holds a
+	// window-sized ring buffer, so only decoders whose ring is small are
+	// kept, and only zstdStreamKeep of them.
+	zstdStream chan *zstd.Decoder
 
 	zstdOnce sync.Once
 	zstdEnc  *zstd.Encoder
@@ -75,8 +97,52 @@ type codecs struct {
 	zstdErr  error
 }
 
-func newCodecs(max int) *codecs {
-	c := &codecs{max: max}
+// Decompression limits and the working memory of each decoder, which a
+// batch reserves from the budget with its output.
+const (
+	// ratioFloor is what any batch may decompress to whatever its
+	// ratio: a batch of at most 1 MiB is no bomb, and a small batch of
+	// repetitive records (a run of equal values, say) legitimately
+	// compresses past any ratio.
+	ratioFloor = 1 << 20
+	// gzipState is a gzip decoder's working memory: its 32 KiB window
+	// and Huffman tables.
+	gzipState = 64 << 10
+	// lz4State is the most an lz4 decoder's can be: a block buffer and
+	// a block of compressed input, each up to the format's largest
+	// block, 4 MiB. A frame's header says its own block size.
+	lz4State = 2 * (4 << 20)
+	// zstdStreamState is a streaming zstd decoder's besides its window:
+	// the blocks around the ring and the block decoder's buffers.
+	zstdStreamState = 512 << 10
+	// zstdKeepWindow and zstdStreamKeep bound what the pool of
+	// streaming zstd decoders retains: the default levels of Kafka
+	// clients write windows of 2 MiB or less.
+	zstdKeepWindow = 4 << 20
+	zstdStreamKeep = 4
+)
+
+// gatewayBudget is the decompression budget of the process, which every
+// record-encryption filter and connection draws on: the memory it bounds
+// is the process's, however many virtual clusters share it.
+var gatewayBudget = membudget.New(0)
+
+// processBudget sizes the process's budget for a filter configured with
+// size: the budget is the largest any filter asks for.
+func processBudget(size int) *membudget.Budget {
+	gatewayBudget.GrowTo(int64(size))
+	return gatewayBudget
+}
+
+// budgetWait is how long a batch waits for its share of the budget before
+// it is refused. A batch takes milliseconds to process, so a budget spent
+// for this long means the gateway is overloaded; well under the 30 s
+// request timeout of Kafka clients, the refusal reaches the client while
+// it still waits, and it retries.
+const budgetWait = 5 * time.Second
+
+func newCodecs(max, ratio int, budget *membudget.Budget, wait time.Duration) *codecs {
+	c := &codecs{max: max, ratio: ratio, budget: budget, wait: wait, zstdStream: make(chan *zstd.Decoder, zstdStreamKeep)}
 	c.gzipR.New = func() any { return new(gzip.Reader) }
 	// The fastest level of each codec: on the produce path most of
 	// what is compressed is ciphertext, which no level can shrink, and
@@ -96,7 +162,9 @@ func newCodecs(max int) *codecs {
 
 // zstdCodec makes the zstd encoder and decoder on first use: they hold
 // sizeable tables, and most filters never see a zstd batch. Both are safe
-// for concurrent EncodeAll and DecodeAll calls.
+// for concurrent EncodeAll and DecodeAll calls. The decoder serves frames
+// that state their size, which is checked before they are decoded; it
+// decodes straight into the output, with no window of its own.
 func (c *codecs) zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
 	c.zstdOnce.Do(func() {
 		n := runtime.GOMAXPROCS(0)
@@ -116,74 +184,279 @@ func (c *codecs) zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
 	return c.zstdEnc, c.zstdDec, c.zstdErr
 }
 
-// decompress appends src, decompressed with k, to dst. It fails with
-// errTooLarge rather than produce more than c.max bytes.
-func (c *codecs) decompress(dst []byte, k codec, src []byte) ([]byte, error) {
-	switch k {
-	case codecNone:
-		return append(dst, src...), nil
-	case codecGzip:
-		r := c.gzipR.Get().(*gzip.Reader)
-		defer c.gzipR.Put(r)
-		if err := r.Reset(bytes.NewReader(src)); err != nil {
-			return dst, fmt.Errorf("%w: gzip: %w", errCodec, err)
-		}
-		return c.readAll(dst, r, "gzip")
-	case codecLz4:
-		r := c.lz4R.Get().(*lz4.Reader)
-		defer c.lz4R.Put(r)
-		r.Reset(bytes.NewReader(src))
-		return c.readAll(dst, r, "lz4")
-	case codecSnappy:
-		if isXerial(src) {
-			return c.unxerial(dst, src)
-		}
-		return c.unsnappy(dst, src)
-	case codecZstd:
-		_, dec, err := c.zstdCodec()
-		if err != nil {
-			return dst, err
-		}
-		out, err := dec.DecodeAll(src, dst)
-		switch {
-		case errors.Is(err, zstd.ErrDecoderSizeExceeded):
-			return dst, errTooLarge
-		case err != nil:
-			return dst, fmt.Errorf("%w: zstd: %w", errCodec, err)
-		}
-		return out, nil
+// limit is the most src may decompress to, and whether the ratio rather
+// than max_batch_bytes sets it.
+func (c *codecs) limit(src int) (n int, byRatio bool) {
+	r := max(int64(c.ratio)*int64(src), ratioFloor)
+	if r < int64(c.max) {
+		return int(r), true
 	}
-	return dst, errUnknownCodec
+	return c.max, false
 }
 
-// readAll appends everything r yields to dst, up to c.max bytes.
-func (c *codecs) readAll(dst []byte, r io.Reader, name string) ([]byte, error) {
+// overLimit is the error of a batch of src compressed bytes that
+// decompresses to more than limit.
+func (c *codecs) overLimit(k codec, src, limit int, byRatio bool) error {
+	if byRatio {
+		return fmt.Errorf("%w: %s: %d compressed bytes decompress to more than %d, over %d times their size",
+			errRatio, k, src, limit, c.ratio)
+	}
+	return errTooLarge
+}
+
+// decompress appends src, decompressed with k, to dst. It first reserves,
+// from the budget, the most the batch may decompress to and its decoder's
+// working memory, waiting up to c.wait; once done it keeps only what it
+// produced. It returns how many bytes of the budget it holds: the caller
+// hands them to release once done with the decompressed bytes. On error
+// it holds nothing.
+//
+// It fails with errTooLarge past max_batch_bytes, errRatio past
+// max_compression_ratio, and errBusy (a retriable error) when the budget
+// stays spent.
+func (c *codecs) decompress(ctx context.Context, dst []byte, k codec, src []byte) (out []byte, held int64, err error) {
+	if k == codecNone {
+		return append(dst, src...), 0, nil
+	}
+	if k > codecZstd {
+		return dst, 0, errUnknownCodec
+	}
+	limit, byRatio := c.limit(len(src))
+	over := func() error { return c.overLimit(k, len(src), limit, byRatio) }
+
+	// What the decoder needs besides its output, and for snappy, whose
+	// blocks state their size, the exact output.
+	var (
+		state  int
+		exact  = -1
+		frames []zstdFrame
+	)
+	switch k {
+	case codecGzip:
+		state = gzipState
+	case codecLz4:
+		block, err := lz4Frame(src)
+		if err != nil {
+			return dst, 0, err
+		}
+		state = 2 * block
+	case codecSnappy:
+		if exact, err = snappyLen(src); err != nil {
+			return dst, 0, err
+		}
+		if exact > limit {
+			return dst, 0, over()
+		}
+	case codecZstd:
+		// Kafka clients write one frame per batch: room for it here
+		// keeps the frame list off the heap.
+		var room [2]zstdFrame
+		if frames, err = zstdFrames(room[:0], src, c.max); err != nil {
+			return dst, 0, err
+		}
+		for _, f := range frames {
+			if f.size < 0 {
+				state = max(state, f.window+zstdStreamState)
+			}
+		}
+	}
+	reserve := int64(limit + state)
+	if exact >= 0 {
+		reserve = int64(exact)
+	}
+	if err := c.acquire(ctx, reserve); err != nil {
+		return dst, 0, err
+	}
 	start := len(dst)
+	switch k {
+	case codecGzip:
+		out, err = c.gunzip(dst, src, limit, over)
+	case codecLz4:
+		r := c.lz4R.Get().(*lz4.Reader)
+		r.Reset(bytes.NewReader(src))
+		out, err = readAll(dst, r, limit, k, over)
+		r.Reset(nil)
+		c.lz4R.Put(r)
+	case codecSnappy:
+		if isXerial(src) {
+			out, err = c.unxerial(dst, src)
+		} else {
+			out, err = c.unsnappy(dst, src)
+		}
+	case codecZstd:
+		out, err = c.unzstd(dst, frames, limit, over)
+	}
+	if err != nil {
+		c.release(reserve)
+		return dst[:start], 0, err
+	}
+	held = min(reserve, int64(len(out)-start))
+	c.release(reserve - held)
+	return out, held, nil
+}
+
+// acquire reserves n bytes of the budget, waiting up to c.wait.
+func (c *codecs) acquire(ctx context.Context, n int64) error {
+	if c.budget.TryAcquire(n) {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	err := c.budget.Acquire(wctx, n)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, membudget.ErrOverSize):
+		return fmt.Errorf("%w: with its decoder it needs %d bytes, more than the whole decompression_budget of %d: raise decompression_budget",
+			errTooLarge, n, c.budget.Size())
+	case ctx.Err() != nil:
+		return ctx.Err() // the connection ended
+	}
+	// Wrapping DeadlineExceeded makes it a retriable error for clients
+	// (errors.go): the same batch goes through once the budget frees up.
+	return fmt.Errorf("%w: waited %s for %d bytes of the %d-byte decompression_budget, which every connection shares: %w",
+		errBusy, c.wait, n, c.budget.Size(), context.DeadlineExceeded)
+}
+
+// release gives back bytes decompress held.
+func (c *codecs) release(n int64) { c.budget.Release(n) }
+
+func (c *codecs) gunzip(dst, src []byte, limit int, over func() error) ([]byte, error) {
+	r := c.gzipR.Get().(*gzip.Reader)
+	defer c.gzipR.Put(r)
+	if err := r.Reset(bytes.NewReader(src)); err != nil {
+		return dst, fmt.Errorf("%w: gzip: %w", errCodec, err)
+	}
+	// A gzip stream ends with its size (modulo 4 GiB): room for that,
+	// within the limit, saves growing the output as it is read. A false
+	// size costs nothing more, since readAll checks the limit anyway.
+	if len(src) >= 18 {
+		if n := int(binary.LittleEndian.Uint32(src[len(src)-4:])); n <= limit {
+			dst = slices.Grow(dst, n+1)
+		}
+	}
+	return readAll(dst, r, limit, codecGzip, over)
+}
+
+// readAll appends everything r yields to dst, failing with over() as soon
+// as that is more than limit bytes. The output grows by doubling up to one
+// byte past the limit, the byte that shows a batch is over it.
+func readAll(dst []byte, r io.Reader, limit int, k codec, over func() error) ([]byte, error) {
+	start := len(dst)
+	end := start + limit + 1
 	for {
 		if len(dst) == cap(dst) {
-			dst = slices.Grow(dst, max(4<<10, len(dst)-start))
+			dst = slices.Grow(dst, min(max(4<<10, len(dst)-start), end-len(dst)))
 		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
+		n, err := r.Read(dst[len(dst):min(cap(dst), end)])
 		dst = dst[:len(dst)+n]
-		if len(dst)-start > c.max {
-			return dst[:start], errTooLarge
+		if len(dst)-start > limit {
+			return dst[:start], over()
 		}
 		if err == io.EOF {
 			return dst, nil
 		}
 		if err != nil {
-			return dst[:start], fmt.Errorf("%w: %s: %w", errCodec, name, err)
+			return dst[:start], fmt.Errorf("%w: %s: %w", errCodec, k, err)
 		}
 	}
 }
 
+// lz4Frame checks that src is one lz4 frame, as every Kafka client writes
+// a batch and as brokers read one, reading only its headers, and returns
+// the frame's block size. One frame, not the several a general lz4 reader
+// would go on to, so that the decoder's memory is what this frame's header
+// says.
+func lz4Frame(src []byte) (block int, err error) {
+	const magic = 0x184D2204
+	bad := func(why string) error { return fmt.Errorf("%w: lz4: %s", errCodec, why) }
+	if len(src) < 7 || binary.LittleEndian.Uint32(src) != magic {
+		return 0, bad("not an lz4 frame")
+	}
+	flags, bd := src[4], src[5]
+	id := int(bd>>4) & 7
+	if id < 4 {
+		return 0, bad(fmt.Sprintf("block size id %d is not one of 4 to 7", id))
+	}
+	block = 1 << (8 + 2*id) // 64 KiB, 256 KiB, 1 MiB or 4 MiB
+	p := 6
+	if flags&0x08 != 0 { // content size
+		p += 8
+	}
+	if flags&0x01 != 0 { // dictionary id
+		p += 4
+	}
+	p++ // header checksum
+	for {
+		if len(src)-p < 4 {
+			return 0, bad("frame cut short")
+		}
+		n := int64(binary.LittleEndian.Uint32(src[p:]))
+		p += 4
+		if n == 0 { // end mark
+			break
+		}
+		n &= 0x7fffffff
+		if flags&0x10 != 0 { // block checksums
+			n += 4
+		}
+		if n > int64(len(src)-p) {
+			return 0, bad("block overruns the data")
+		}
+		p += int(n)
+	}
+	if flags&0x04 != 0 { // content checksum
+		p += 4
+	}
+	switch {
+	case p > len(src):
+		return 0, bad("frame cut short")
+	case p < len(src):
+		return 0, bad(fmt.Sprintf("%d bytes after the frame", len(src)-p))
+	}
+	return block, nil
+}
+
+// snappyLen is what a snappy payload decompresses to, in either framing,
+// from the sizes its blocks state; it checks the framing on the way.
+func snappyLen(src []byte) (int, error) {
+	if !isXerial(src) {
+		n, err := s2.DecodedLen(src)
+		if err != nil {
+			return 0, fmt.Errorf("%w: snappy: %w", errCodec, err)
+		}
+		return n, nil
+	}
+	total := 0
+	for b := src[len(xerialHeader):]; len(b) > 0; {
+		if len(b) < 4 {
+			return 0, fmt.Errorf("%w: snappy: xerial block length cut short", errCodec)
+		}
+		n := int64(binary.BigEndian.Uint32(b))
+		b = b[4:]
+		if n > int64(len(b)) {
+			return 0, fmt.Errorf("%w: snappy: xerial block of %d bytes overruns the data", errCodec, n)
+		}
+		if n > 0 {
+			l, err := s2.DecodedLen(b[:n])
+			if err != nil {
+				return 0, fmt.Errorf("%w: snappy: %w", errCodec, err)
+			}
+			if total += l; total < 0 || total > math.MaxInt32 {
+				return 0, fmt.Errorf("%w: snappy: xerial blocks state more than 2 GiB", errCodec)
+			}
+		}
+		b = b[n:]
+	}
+	return total, nil
+}
+
+// unsnappy decodes a raw snappy block, whose stated size snappyLen has
+// checked against the limits.
 func (c *codecs) unsnappy(dst, src []byte) ([]byte, error) {
 	n, err := s2.DecodedLen(src)
 	if err != nil {
 		return dst, fmt.Errorf("%w: snappy: %w", errCodec, err)
-	}
-	if n > c.max {
-		return dst, errTooLarge
 	}
 	if n == 0 {
 		return dst, nil
@@ -199,35 +472,174 @@ func (c *codecs) unsnappy(dst, src []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// unxerial decodes xerial-framed snappy, whose framing and stated size
+// snappyLen has checked.
 func (c *codecs) unxerial(dst, src []byte) ([]byte, error) {
 	start := len(dst)
 	src = src[len(xerialHeader):]
 	for len(src) > 0 {
-		if len(src) < 4 {
-			return dst[:start], fmt.Errorf("%w: snappy: xerial block length cut short", errCodec)
-		}
-		n := int64(binary.BigEndian.Uint32(src))
-		src = src[4:]
-		if n > int64(len(src)) {
-			return dst[:start], fmt.Errorf("%w: snappy: xerial block of %d bytes overruns the data", errCodec, n)
-		}
-		block := src[:n]
-		src = src[n:]
-		if len(block) == 0 {
+		n := binary.BigEndian.Uint32(src)
+		block := src[4 : 4+n]
+		src = src[4+n:]
+		if n == 0 {
 			continue
 		}
-		l, err := s2.DecodedLen(block)
-		if err != nil {
-			return dst[:start], fmt.Errorf("%w: snappy: %w", errCodec, err)
-		}
-		if len(dst)-start+l > c.max {
-			return dst[:start], errTooLarge
-		}
+		var err error
 		if dst, err = c.unsnappy(dst, block); err != nil {
 			return dst[:start], err
 		}
 	}
 	return dst, nil
+}
+
+// zstdFrame is one frame of a zstd payload, as zstdFrames reads it from
+// its headers without decoding it.
+type zstdFrame struct {
+	b      []byte // the whole frame
+	size   int    // the content size it states; -1 when it states none
+	window int    // the history a streaming decoder keeps for it
+}
+
+// zstdFrames appends the frames of a zstd payload to frames, reading their headers and
+// block headers only, and drops skippable frames. A frame whose window or
+// stated size is over max is refused here, before anything is allocated
+// for it.
+func zstdFrames(frames []zstdFrame, src []byte, max int) ([]zstdFrame, error) {
+	for len(src) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %w", errCodec, err)
+		}
+		if h.Skippable {
+			if int64(h.SkippableSize) > int64(len(rest)) {
+				return nil, fmt.Errorf("%w: zstd: skippable frame overruns the data", errCodec)
+			}
+			src = rest[h.SkippableSize:]
+			continue
+		}
+		p := len(src) - len(rest)
+		for last := false; !last; {
+			if len(src)-p < 3 {
+				return nil, fmt.Errorf("%w: zstd: frame cut short", errCodec)
+			}
+			bh := int(src[p]) | int(src[p+1])<<8 | int(src[p+2])<<16
+			p += 3
+			last = bh&1 != 0
+			n := bh >> 3
+			switch (bh >> 1) & 3 {
+			case 1: // RLE: one byte, repeated
+				n = 1
+			case 3:
+				return nil, fmt.Errorf("%w: zstd: reserved block type", errCodec)
+			}
+			if n > len(src)-p {
+				return nil, fmt.Errorf("%w: zstd: block overruns the data", errCodec)
+			}
+			p += n
+		}
+		if h.HasCheckSum {
+			if len(src)-p < 4 {
+				return nil, fmt.Errorf("%w: zstd: frame checksum cut short", errCodec)
+			}
+			p += 4
+		}
+		f := zstdFrame{b: src[:p], size: -1}
+		if h.HasFCS {
+			if h.FrameContentSize > uint64(max) {
+				return nil, fmt.Errorf("%w: zstd: a frame states %d bytes", errTooLarge, h.FrameContentSize)
+			}
+			f.size = int(h.FrameContentSize)
+		}
+		if h.SingleSegment {
+			f.window = f.size
+		} else if h.WindowSize > uint64(max) {
+			return nil, fmt.Errorf("%w: zstd: a frame's window is %d bytes", errTooLarge, h.WindowSize)
+		} else {
+			f.window = int(h.WindowSize)
+		}
+		frames = append(frames, f)
+		src = src[p:]
+	}
+	return frames, nil
+}
+
+// unzstd decodes frames. A frame that states its size is checked against
+// what is left of the limit first, then decoded straight into room made
+// for it; one that does not is streamed, with the limit checked as it
+// grows.
+func (c *codecs) unzstd(dst []byte, frames []zstdFrame, limit int, over func() error) ([]byte, error) {
+	start := len(dst)
+	for _, f := range frames {
+		left := limit - (len(dst) - start)
+		var err error
+		if f.size >= 0 {
+			if f.size > left {
+				return dst[:start], over()
+			}
+			dst, err = c.zstdAll(dst, f)
+		} else {
+			dst, err = c.zstdStreamed(dst, f, left, over)
+		}
+		if err != nil {
+			return dst[:start], err
+		}
+	}
+	return dst, nil
+}
+
+func (c *codecs) zstdAll(dst []byte, f zstdFrame) ([]byte, error) {
+	_, dec, err := c.zstdCodec()
+	if err != nil {
+		return dst, err
+	}
+	at := len(dst)
+	// Room for the stated size and the decoder's overrun, so that it
+	// never grows the buffer itself.
+	dst = slices.Grow(dst, f.size+64)
+	out, err := dec.DecodeAll(f.b, dst)
+	switch {
+	case err != nil:
+		return dst[:at], fmt.Errorf("%w: zstd: %w", errCodec, err)
+	case len(out)-at != f.size:
+		return dst[:at], fmt.Errorf("%w: zstd: frame decodes to %d bytes, it stated %d", errCodec, len(out)-at, f.size)
+	}
+	return out, nil
+}
+
+func (c *codecs) zstdStreamed(dst []byte, f zstdFrame, limit int, over func() error) ([]byte, error) {
+	var d *zstd.Decoder
+	select {
+	case d = <-c.zstdStream:
+	default:
+		var err error
+		d, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1), // decodes on the caller's goroutine
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(uint64(c.max)))
+		if err != nil {
+			return dst, err
+		}
+	}
+	if err := d.Reset(bytes.NewReader(f.b)); err != nil {
+		d.Close()
+		return dst, fmt.Errorf("%w: zstd: %w", errCodec, err)
+	}
+	dst, err := readAll(dst, d, limit, codecZstd, over)
+	_ = d.Reset(nil)
+	keep := false
+	if f.window <= zstdKeepWindow {
+		select {
+		case c.zstdStream <- d:
+			keep = true
+		default:
+		}
+	}
+	if !keep {
+		// Its ring would keep a large window's memory.
+		d.Close()
+	}
+	return dst, err
 }
 
 // appender is an io.Writer that appends to a slice.

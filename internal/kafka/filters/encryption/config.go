@@ -45,6 +45,16 @@ type Config struct {
 	// MaxBatchBytes bounds what one compressed record batch may
 	// decompress to, against decompression bombs. Default 64 MiB.
 	MaxBatchBytes int `yaml:"max_batch_bytes"`
+	// MaxCompressionRatio bounds how many times its compressed size a
+	// batch may decompress to; any batch may reach 1 MiB. Default 100.
+	MaxCompressionRatio int `yaml:"max_compression_ratio"`
+	// DecompressionBudget bounds the bytes that the batches being
+	// processed hold decompressed at once, across every connection and
+	// every record-encryption filter of the gateway: one budget per
+	// process, the largest any filter sets. A batch that cannot get its
+	// share waits, then is refused with a retriable error. Default
+	// 256 MiB.
+	DecompressionBudget int `yaml:"decompression_budget"`
 	// KMSTimeout bounds each call to the KMS; while one runs, the
 	// connection that needs it waits. Default 5 s. Set by the caller from
 	// the KMS settings, not read from the filter's YAML.
@@ -63,7 +73,15 @@ const (
 	DefaultMaxRecords    = 1_000_000
 	DefaultMaxAge        = time.Hour
 	DefaultMaxBatchBytes = 64 << 20
-	DefaultKMSTimeout    = 5 * time.Second
+	// DefaultMaxCompressionRatio is above what real data reaches in a
+	// batch of over 1 MiB (text and JSON compress 3 to 20 times), and
+	// far below a bomb's hundreds or thousands.
+	DefaultMaxCompressionRatio = 100
+	// DefaultDecompressionBudget has room for three batches of the
+	// default max_batch_bytes decompressing at once, decoders included;
+	// real batches are far smaller, so many more fit.
+	DefaultDecompressionBudget = 256 << 20
+	DefaultKMSTimeout          = 5 * time.Second
 	// MaxRecordsLimit caps dek.max_records at 2^32 encryptions under one
 	// key, the usual bound for AES-GCM.
 	MaxRecordsLimit = 1 << 32
@@ -95,6 +113,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxCompressionRatio == 0 {
+		c.MaxCompressionRatio = DefaultMaxCompressionRatio
+	}
+	if c.DecompressionBudget == 0 {
+		c.DecompressionBudget = DefaultDecompressionBudget
 	}
 	if c.KMSTimeout == 0 {
 		c.KMSTimeout = DefaultKMSTimeout
@@ -142,6 +166,20 @@ func (c Config) Validate() error {
 		bad("max_batch_bytes: %d is negative: use a size in bytes, such as 67108864 (64 MiB, the default)", c.MaxBatchBytes)
 	case c.MaxBatchBytes > 0 && c.MaxBatchBytes < 1<<20:
 		bad("max_batch_bytes: %d is under 1 MiB, less than a single default-sized batch: raise it", c.MaxBatchBytes)
+	}
+	if c.MaxCompressionRatio < 0 || c.MaxCompressionRatio == 1 {
+		bad("max_compression_ratio: %d is not a usable ratio: use 2 or more (100 is the default); a batch may always decompress to 1 MiB", c.MaxCompressionRatio)
+	}
+	batch := c.MaxBatchBytes
+	if batch <= 0 {
+		batch = DefaultMaxBatchBytes
+	}
+	switch {
+	case c.DecompressionBudget < 0:
+		bad("decompression_budget: %d is negative: use a size in bytes, such as 268435456 (256 MiB, the default)", c.DecompressionBudget)
+	case c.DecompressionBudget > 0 && c.DecompressionBudget < batch+lz4State:
+		bad("decompression_budget: %d is less than max_batch_bytes (%d) plus 8 MiB for a decoder: a batch that large could never be decompressed; raise it to at least %d, or lower max_batch_bytes",
+			c.DecompressionBudget, batch, batch+lz4State)
 	}
 	if c.KMSTimeout < 0 {
 		bad("kms.timeout: %s is negative: use a duration such as 5s", c.KMSTimeout)

@@ -27,6 +27,8 @@ var (
 //	                                  POLICY_VIOLATION
 //	legacy message format (magic 0/1) UNSUPPORTED_FOR_MESSAGE_FORMAT
 //	batch decompresses over the limit MESSAGE_TOO_LARGE
+//	batch over max_compression_ratio  INVALID_RECORD (a retry sends the same bomb)
+//	decompression budget stays spent  KAFKA_STORAGE_ERROR (retriable, as a timeout)
 //	batch CRC mismatch                CORRUPT_MESSAGE (retriable, as from a broker)
 //	malformed batch or record         INVALID_RECORD
 //	topic ID does not resolve         UNKNOWN_TOPIC_ID (retriable)
@@ -45,7 +47,8 @@ func produceCode(err error) *kerr.Error {
 	case errors.Is(err, errBadCRC):
 		return kerr.CorruptMessage
 	case errors.Is(err, errBadBatch), errors.Is(err, errBadRecord), errors.Is(err, errTruncated),
-		errors.Is(err, errTrailingBytes), errors.Is(err, errUnknownCodec), errors.Is(err, errCodec):
+		errors.Is(err, errTrailingBytes), errors.Is(err, errUnknownCodec), errors.Is(err, errCodec),
+		errors.Is(err, errRatio):
 		return kerr.InvalidRecord
 	case errors.Is(err, errTopicID):
 		return kerr.UnknownTopicID
@@ -59,11 +62,13 @@ func produceCode(err error) *kerr.Error {
 // decrypted to the error code its consumer gets:
 //
 //	KMS unavailable, timed out   KAFKA_STORAGE_ERROR (retriable: consumers retry)
+//	decompression budget spent   KAFKA_STORAGE_ERROR
 //	topic ID does not resolve    UNKNOWN_TOPIC_ID
 //	request version too new      UNSUPPORTED_VERSION
 //	anything else: a tag that does not verify, a KEK or KEK version that
-//	no longer exists, a malformed envelope or batch, an unencrypted record
-//	under unencrypted_on_fetch: reject
+//	no longer exists, a malformed envelope or batch, a batch over
+//	max_compression_ratio, an unencrypted record under
+//	unencrypted_on_fetch: reject
 //	                             CORRUPT_MESSAGE
 //
 // CORRUPT_MESSAGE is what a broker answers for a record it cannot read;

@@ -91,7 +91,7 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 		rejectUnencrypted: cfg.UnencryptedOnFetch == policyReject,
 		plaintextOnMiss:   cfg.OnMissingKEK == policyPlaintext,
 		pol:               newPolicies(newSelector(cfg.Topics), cfg.KEK),
-		codecs:            newCodecs(cfg.MaxBatchBytes),
+		codecs:            newCodecs(cfg.MaxBatchBytes, cfg.MaxCompressionRatio, processBudget(cfg.DecompressionBudget), budgetWait),
 		missLog:           map[string]time.Time{},
 		now:               time.Now,
 	}

@@ -87,9 +87,11 @@ func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
 	if k == codecNone {
 		dst, changed, err = j.openInto(dst, recs, n, base)
 	} else {
-		if j.s.in, err = j.f.codecs.decompress(j.s.in[:0], k, recs); err != nil {
+		var held int64
+		if j.s.in, held, err = j.f.codecs.decompress(j.ctx, j.s.in[:0], k, recs); err != nil {
 			return dst[:start], &recordError{offset: base, err: err}
 		}
+		defer j.f.codecs.release(held) // once the batch is opened and compressed
 		j.s.out, changed, err = j.openInto(j.s.out[:0], j.s.in, n, base)
 		if err == nil && changed {
 			dst, err = j.f.codecs.compress(dst, k, j.s.out, k == codecSnappy && isXerial(recs))

@@ -161,10 +161,12 @@ func (j *sealer) sealBatch(dst, batch []byte) ([]byte, error) {
 	if k == codecNone {
 		dst, err = j.sealInto(dst, recs, n)
 	} else {
-		j.s.in, err = j.f.codecs.decompress(j.s.in[:0], k, recs)
+		var held int64
+		j.s.in, held, err = j.f.codecs.decompress(j.ctx, j.s.in[:0], k, recs)
 		if err != nil {
 			return dst, err
 		}
+		defer j.f.codecs.release(held) // once the batch is sealed and compressed
 		j.s.out, err = j.sealInto(j.s.out[:0], j.s.in, n)
 		if err == nil {
 			dst = slices.Grow(dst, compressBound(k, len(j.s.out)))

@@ -50,6 +50,8 @@ func TestYAMLConfig(t *testing.T) {
           bind_topic: false
           dek: {max_records: 5000, max_age: 30m}
           max_batch_bytes: 33554432
+          max_compression_ratio: 50
+          decompression_budget: 134217728
 `
 	if code, out := validate(t, good); code != 0 {
 		t.Fatalf("a good config: exit %d\n%s", code, out)
@@ -74,6 +76,14 @@ func TestYAMLConfig(t *testing.T) {
           on_missing_kek: drop
           dek: {max_age: 10ms}
 `, []string{`kms.type: unknown KMS "hsm"`, "topics: is empty", "kek:", "on_missing_kek:", "dek.max_age:"}},
+		{"decompression limits", `      - type: record-encryption
+        config:
+          kms: {type: vault, path: ` + dir + `}
+          topics: [orders]
+          kek: k
+          max_compression_ratio: 1
+          decompression_budget: 1048576
+`, []string{"max_compression_ratio: 1 is not a usable ratio", "decompression_budget: 1048576 is less than max_batch_bytes"}},
 		{"missing vault", `      - type: record-encryption
         config:
           kms: {type: vault, path: ` + filepath.Join(dir, "nope") + `}

@@ -14,8 +14,10 @@
 // JSON schema), after a configured latency, with optional jitter, latency
 // spikes, injected errors and windows of 429s.
 //
-// max_tokens cuts the text (finish_reason length, stop_reason max_tokens),
-// and so does the first stop sequence found in it; tool calls are never cut.
+// The text is whole words ending in a full stop. max_tokens cuts it at the
+// end of a word (finish_reason length, stop_reason max_tokens; only a first
+// word longer than the budget is cut inside), and the first stop sequence
+// found in it cuts it before the sequence; tool calls are never cut.
 //
 // Token counts are estimates, deterministic and the same in both dialects
 // for the same conversation: a quarter of the bytes of the message text

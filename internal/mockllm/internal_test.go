@@ -437,3 +437,24 @@ func TestInputTokensAgreeAcrossDialects(t *testing.T) {
 		t.Error("a tool call after a tool result")
 	}
 }
+
+// The canned answer is whole words ending in a full stop, whatever its
+// size: an answer reported complete must not end mid-word.
+func TestTextIsWholeWordsEndingInAFullStop(t *testing.T) {
+	words := map[string]bool{}
+	for _, w := range strings.Fields(strings.Join(sentences, " ")) {
+		words[strings.TrimRight(w, ".,")] = true
+	}
+	for size := 0; size <= 1200; size += 7 {
+		text := New(Options{ResponseBytes: size}).Text()
+		if !strings.HasSuffix(text, ".") {
+			t.Errorf("ResponseBytes %d: text ends %q, want a full stop", size, text[max(0, len(text)-20):])
+		}
+		for _, w := range strings.Fields(text) {
+			if !words[strings.TrimRight(w, ".,")] {
+				t.Errorf("ResponseBytes %d: %q is not a whole word of the sentences (text %q)", size, w, text)
+				break
+			}
+		}
+	}
+}

@@ -17,17 +17,47 @@ var sentences = []string{
 	"Nothing here was written by a model.",
 }
 
-// replyText returns n bytes of text made of sentences.
+// replyText returns about n bytes of text made of sentences: whole words,
+// cut at the end of the word nearest to n bytes (a few bytes either way)
+// and closed with a full stop, so that an answer reported as complete
+// (finish_reason stop, stop_reason end_turn) reads as one.
 func replyText(n int) string {
 	var b strings.Builder
 	b.Grow(n + 80)
-	for i := 0; b.Len() < n; i++ {
+	for i := 0; b.Len() <= n; i++ {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(sentences[i%len(sentences)])
 	}
-	return strings.TrimRight(b.String()[:n], " ")
+	text := b.String() // longer than n
+	before := wordPrefix(text, n)
+	after := text // up to the end of the word running through byte n
+	if i := strings.IndexByte(text[n:], ' '); i >= 0 {
+		after = text[:n+i]
+	}
+	cut := after
+	if before != "" && n-len(before) <= len(after)-n {
+		cut = before
+	}
+	cut = strings.TrimRight(cut, ",;:")
+	if !strings.HasSuffix(cut, ".") {
+		cut += "."
+	}
+	return cut
+}
+
+// wordPrefix returns the longest prefix of text of at most n bytes that
+// ends at the end of a word; "" if the first word is longer than n.
+func wordPrefix(text string, n int) string {
+	if n >= len(text) {
+		return text
+	}
+	i := strings.LastIndexByte(text[:n+1], ' ')
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(text[:i], " ")
 }
 
 // finish is why an answer ended.
@@ -76,7 +106,8 @@ type reply struct {
 }
 
 // plan decides the answer to r: a tool call, or the server's text cut at
-// the first stop sequence it contains and at max_tokens.
+// the first stop sequence it contains and at max_tokens (at the end of a
+// word, reported as length / max_tokens).
 func (s *Server) plan(r *request) reply {
 	rep := reply{inputTokens: r.inputTokens}
 	if r.tool != nil {
@@ -96,7 +127,13 @@ func (s *Server) plan(r *request) reply {
 		}
 	}
 	if r.maxTokens > 0 && tokens(len(text)) > r.maxTokens {
-		text, end, rep.stopSeq = text[:r.maxTokens*4], finishLength, ""
+		// Cut where a word ends, as a model stops between tokens; only a
+		// first word longer than the whole budget is cut inside.
+		cut := wordPrefix(text, r.maxTokens*4)
+		if cut == "" {
+			cut = text[:r.maxTokens*4]
+		}
+		text, end, rep.stopSeq = cut, finishLength, ""
 	}
 	rep.text, rep.finish = text, end
 	rep.full = len(text) == len(s.text)

@@ -432,8 +432,16 @@ func TestBadRequests(t *testing.T) {
 		param            string // OpenAI param, or a substring of the Anthropic message
 	}{
 		{"openai malformed", "/v1/chat/completions", `{"model":`, 400, ""},
-		{"anthropic malformed", "/v1/messages", `{"model":`, 400, "not valid JSON"},
+		{"anthropic malformed", "/v1/messages", `{"model":`, 400, "not valid JSON at byte 9: expected a value, found the end of the body"},
 		{"openai wrong type", "/v1/chat/completions", `{"model":"m","messages":"hi"}`, 400, "messages"},
+		{"openai content a number", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"user","content":5}]}`, 400, "messages.[1].content"},
+		{"openai part not an object", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":[5]}]}`, 400, "messages.[0].content.[0]"},
+		{"openai max_tokens a string", "/v1/chat/completions", `{"model":"m","max_tokens":"5","messages":[{"role":"user","content":"x"}]}`, 400, "max_tokens"},
+		{"anthropic wrong type", "/v1/messages", `{"model":"m","max_tokens":5,"messages":"hi"}`, 400, "messages: expected an array, got a string"},
+		{"anthropic content a number", "/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":5}]}`, 400, "messages.1.content: expected a string or an array of content blocks, got a number"},
+		{"anthropic tool_result content an object", "/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":{}}]}]}`, 400, "messages.0.content.0.content: expected a string or an array of content blocks, got an object"},
+		{"anthropic system a number", "/v1/messages", `{"model":"m","max_tokens":5,"system":5,"messages":[{"role":"user","content":"x"}]}`, 400, "system: expected a string or an array of content blocks, got a number"},
+		{"anthropic max_tokens a fraction", "/v1/messages", `{"model":"m","max_tokens":2.5,"messages":[{"role":"user","content":"x"}]}`, 400, "max_tokens: expected an integer, got 2.5"},
 		{"openai no model", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`, 400, "model"},
 		{"openai no messages", "/v1/chat/completions", `{"model":"m","messages":[]}`, 400, "messages"},
 		{"openai stream_options without stream", "/v1/chat/completions", `{"model":"m","stream_options":{"include_usage":true},"messages":[{"role":"user","content":"x"}]}`, 400, "stream_options"},
@@ -449,6 +457,12 @@ func TestBadRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := decode(t, post(t, url, tc.path, tc.body), tc.status)
+			msg, _ := path(m, "error", "message").(string)
+			for _, leak := range []string{"mockllm.", "[]", "json:", "cannot unmarshal", "Go "} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("message %q names the mock's Go internals (%q)", msg, leak)
+				}
+			}
 			if strings.Contains(tc.path, "messages") {
 				msg, _ := path(m, "error", "message").(string)
 				if m["type"] != "error" || !strings.Contains(msg, tc.param) {
@@ -487,27 +501,44 @@ func TestBadRequests(t *testing.T) {
 	})
 }
 
-// max_tokens cuts the text, and stop sequences cut it before them.
+// max_tokens cuts the text at the end of a word and says so (length,
+// max_tokens); stop sequences cut it before them; an answer that fits is
+// whole and says so (stop, end_turn). Usage counts what was sent, in JSON
+// and in streams.
 func TestMaxTokensAndStopSequences(t *testing.T) {
 	s, url := start(t, mockllm.Options{Deltas: 3})
 	text := s.Text()
+	if !strings.HasPrefix(text, "This answer comes from the Strait") {
+		t.Fatalf("text %q; the cases below assume it starts with the first sentence", text)
+	}
 	stop := "Strait"
 	cut := strings.Index(text, stop)
 	if cut < 1 {
 		t.Fatalf("text %q lacks %q", text, stop)
 	}
+	all := tokens(len(text))
 	for _, tc := range []struct {
 		name, oaExtra, anExtra string
 		want                   string
 		oaFinish, anStop       string
 		anStopSeq              any
 	}{
-		{"max_tokens", `"max_completion_tokens":3`, `"max_tokens":3`, text[:12], "length", "max_tokens", nil},
-		{"legacy max_tokens", `"max_tokens":2`, `"max_tokens":2`, text[:8], "length", "max_tokens", nil},
+		// 3 tokens are 12 bytes, "This answer c": the cut is after "answer".
+		{"max_tokens", `"max_completion_tokens":3`, `"max_tokens":3`, "This answer", "length", "max_tokens", nil},
+		// 5 tokens are 20 bytes, "This answer comes fr".
+		{"max_tokens inside a word", `"max_completion_tokens":5`, `"max_tokens":5`, "This answer comes", "length", "max_tokens", nil},
+		// 4 tokens are 16 bytes, "This answer come".
+		{"max_completion_tokens over max_tokens", `"max_completion_tokens":4,"max_tokens":100`, `"max_tokens":4`, "This answer", "length", "max_tokens", nil},
+		{"legacy max_tokens", `"max_tokens":2`, `"max_tokens":2`, "This", "length", "max_tokens", nil},
 		{"stop sequence", `"stop":["zzz","` + stop + `"]`, `"max_tokens":100,"stop_sequences":["zzz","` + stop + `"]`, text[:cut], "stop", "stop_sequence", stop},
-		{"max_tokens before the stop sequence", `"max_tokens":1,"stop":"` + stop + `"`, `"max_tokens":1,"stop_sequences":["` + stop + `"]`, text[:4], "length", "max_tokens", nil},
+		{"max_tokens before the stop sequence", `"max_tokens":1,"stop":"` + stop + `"`, `"max_tokens":1,"stop_sequences":["` + stop + `"]`, "This", "length", "max_tokens", nil},
+		{"max_tokens that just fits", fmt.Sprintf(`"max_tokens":%d`, all), fmt.Sprintf(`"max_tokens":%d`, all), text, "stop", "end_turn", nil},
+		{"max_tokens one short", fmt.Sprintf(`"max_tokens":%d`, all-1), fmt.Sprintf(`"max_tokens":%d`, all-1), wordsWithin(text, 4*(all-1)), "length", "max_tokens", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.oaFinish == "length" && (!strings.HasPrefix(text, tc.want) || text[len(tc.want)] != ' ') {
+				t.Fatalf("case wants %q, which is not the text cut at the end of a word", tc.want)
+			}
 			out := float64(tokens(len(tc.want)))
 			oa := `{"model":"m",` + tc.oaExtra + `,"messages":[{"role":"user","content":"x"}]}`
 			m := decode(t, post(t, url, "/v1/chat/completions", oa), 200)
@@ -560,6 +591,13 @@ func TestMaxTokensAndStopSequences(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wordsWithin is the longest prefix of text, at most n bytes, that ends
+// where a word does.
+func wordsWithin(text string, n int) string {
+	i := strings.LastIndexByte(text[:n+1], ' ')
+	return text[:i]
 }
 
 func TestModels(t *testing.T) {

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // request is what the server needs of a chat completion or message request.
@@ -45,6 +49,9 @@ func tokens(n int) int { return max(1, (n+3)/4) }
 // to what the server needs: how many bytes of text it carries, and its tool
 // blocks (Anthropic).
 type content struct {
+	// bad is a value of the wrong JSON type in the content, kept to be
+	// reported with the content's path, which only the caller knows.
+	bad         *shapeError
 	textBytes   int
 	toolUses    []string // IDs of tool_use blocks
 	toolResults []string // tool_use_id of tool_result blocks
@@ -74,15 +81,23 @@ func (c *content) UnmarshalJSON(b []byte) error {
 		return nil
 	case '[':
 	default:
-		return errors.New("content must be a string or an array of content blocks")
+		c.bad = &shapeError{got: jsonKind(b)} // want: the dialect's words for content
+		return nil
 	}
 	var blocks []block
 	if err := json.Unmarshal(b, &blocks); err != nil {
-		return err
+		c.bad = shapeOf(b, err)
+		return nil
 	}
 	other := false
 	for i := range blocks {
 		bl := &blocks[i]
+		if bl.Content != nil && bl.Content.bad != nil {
+			inner := *bl.Content.bad
+			inner.path = fmt.Sprintf("[%d].content", i) + joinSub(inner.path)
+			c.bad = &inner
+			return nil
+		}
 		switch bl.Type {
 		case "text":
 			c.textBytes += int(bl.Text)
@@ -226,7 +241,12 @@ type oaNamedChoice struct {
 func parseOpenAI(body []byte) (request, error) {
 	var in oaRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return request{}, jsonError(err)
+		return request{}, jsonError(body, err, OpenAI)
+	}
+	for i := range in.Messages {
+		if bad := in.Messages[i].Content.bad; bad != nil {
+			return request{}, bad.report(fmt.Sprintf("messages[%d].content", i), OpenAI)
+		}
 	}
 	var r request
 	if in.Model == "" {
@@ -364,7 +384,15 @@ type anToolChoice struct {
 func parseAnthropic(body []byte, countOnly bool) (request, error) {
 	var in anRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return request{}, jsonError(err)
+		return request{}, jsonError(body, err, Anthropic)
+	}
+	if in.System.bad != nil {
+		return request{}, in.System.bad.report("system", Anthropic)
+	}
+	for i := range in.Messages {
+		if bad := in.Messages[i].Content.bad; bad != nil {
+			return request{}, bad.report(fmt.Sprintf("messages[%d].content", i), Anthropic)
+		}
 	}
 	var r request
 	if in.Model == "" {
@@ -443,12 +471,131 @@ func parseAnthropic(body []byte, countOnly bool) (request, error) {
 	return r, nil
 }
 
-// jsonError turns a decoding error into the 400 both providers send for a
-// body that is not the JSON they expect.
-func jsonError(err error) *badRequest {
+// jsonError turns a decoding error of body into the 400 a provider sends
+// for a body that is not the JSON it expects, naming the field by its path
+// as dialect d does and never by the mock's own Go types.
+func jsonError(body []byte, err error, d Dialect) *badRequest {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return invalid(te.Field, "%s: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+	if errors.As(err, &te) {
+		return shapeOf(body, err).report("", d)
+	}
+	var js *jsonscan.SyntaxError
+	if errors.As(jsonscan.Members(body, func(_, _ []byte) bool { return false }), &js) {
+		return invalid("", "the request body is not valid JSON at byte %d: %s", js.Offset, js.Msg)
 	}
 	return invalid("", "the request body is not valid JSON: %v", err)
+}
+
+// shapeError is a JSON value of the wrong type: where (a path relative to
+// the value decoded, as in [0].text), what the API wants there ("" for
+// message content, which each dialect names in its own words) and what
+// was sent.
+type shapeError struct{ path, want, got string }
+
+// shapeOf describes err, from decoding doc (valid JSON), as a shapeError.
+func shapeOf(doc []byte, err error) *shapeError {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return &shapeError{want: "valid JSON", got: "something else"}
+	}
+	// The offset is at the end of a scalar, or just past an opening
+	// bracket: the byte before it is in the value.
+	p := te.Field
+	if te.Offset > 0 {
+		p = jsonscan.PathAt(doc, int(te.Offset)-1)
+	}
+	got := te.Value
+	switch {
+	case got == "bool":
+		got = "a boolean"
+	case got == "object" || got == "array":
+		got = "an " + got
+	case strings.HasPrefix(got, "number "):
+		got = strings.TrimPrefix(got, "number ")
+	default:
+		got = "a " + got
+	}
+	return &shapeError{path: p, want: wantOf(te.Type), got: got}
+}
+
+// report is the 400 for e found in the value at path at (empty for the
+// whole body), worded as dialect d words it.
+func (e *shapeError) report(at string, d Dialect) *badRequest {
+	p := at + joinSub(e.path)
+	if at == "" {
+		p = e.path
+	}
+	want := e.want
+	if want == "" {
+		want = "a string or an array of content parts"
+		if d == Anthropic {
+			want = "a string or an array of content blocks"
+		}
+	}
+	if d == Anthropic {
+		// Anthropic writes paths with dots only: messages.2.content.
+		dotted := strings.NewReplacer("[", ".", "]", "").Replace(p)
+		dotted = strings.TrimPrefix(dotted, ".")
+		if dotted == "" {
+			return invalid("", "the request body: expected %s, got %s", want, e.got)
+		}
+		return invalid(dotted, "%s: expected %s, got %s", dotted, want, e.got)
+	}
+	if p == "" {
+		return invalid("", "Invalid type for the request body: expected %s, but got %s instead.", want, e.got)
+	}
+	// OpenAI's param puts a dot before an index: messages.[2].content.
+	return invalid(strings.ReplaceAll(p, "[", ".["), "Invalid type for '%s': expected %s, but got %s instead.", p, want, e.got)
+}
+
+// joinSub appends a relative path to one that leads to it.
+func joinSub(rel string) string {
+	if rel == "" || rel[0] == '[' {
+		return rel
+	}
+	return "." + rel
+}
+
+// jsonKind names the JSON type of raw, valid JSON.
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// wantOf says what a value decoded into a t must be, in JSON's terms.
+func wantOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[content]() {
+		return "" // the dialect's words
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	}
+	return "an object"
 }

@@ -614,13 +614,16 @@ func (x *exchange) tooLarge() {
 func (x *exchange) badBody(err error) {
 	e := &translate.Error{Status: 400, Kind: kindInvalidRequest}
 	var fe *jsonscan.FieldError
-	if errors.As(err, &fe) {
+	var se *jsonscan.SyntaxError
+	switch {
+	case errors.As(err, &fe):
 		e.Param, e.Message = fe.Field, err.Error()
-	} else {
+	case errors.As(err, &se):
+		e.Message = fmt.Sprintf("the request body is not valid JSON at byte %d: %s", se.Offset, se.Msg)
+	case errors.Is(err, jsonscan.ErrNotObject):
+		e.Message = "the request body must be a JSON object"
+	default:
 		e.Message = "the request body is not valid JSON: " + err.Error()
-		if errors.Is(err, jsonscan.ErrNotObject) {
-			e.Message = "the request body must be a JSON object"
-		}
 	}
 	x.fail(errBadRequest, e)
 }

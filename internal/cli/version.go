@@ -11,10 +11,35 @@ import (
 // Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3".
 var Version = "dev"
 
+// commit is the commit strait was built from, when the build stamps it:
+//
+//	go build -ldflags "-X github.com/straitgw/strait/internal/cli.commit=$(git rev-parse --short=12 HEAD)" ./cmd/strait
+//
+// scripts/test does. Without it the go command's own VCS stamp is used,
+// which is missing with -buildvcs=false (some environments set it in
+// GOFLAGS) and outside a git checkout.
+var commit = ""
+
+// commitHint says how to get a commit into `strait version`.
+const commitHint = `commit unknown: the go command records it only when building in a git checkout without -buildvcs=false (check GOFLAGS); or stamp it:
+  go build -ldflags "-X github.com/straitgw/strait/internal/cli.commit=$(git rev-parse --short=12 HEAD)" -o strait ./cmd/strait`
+
 func versionString() string {
-	rev, dirty := "unknown", ""
+	var settings []debug.BuildSetting
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
+		settings = bi.Settings
+	}
+	return versionFrom(commit, settings)
+}
+
+// versionFrom formats the version line from the stamped commit, if any,
+// else the go command's VCS settings.
+func versionFrom(stamped string, settings []debug.BuildSetting) string {
+	rev, dirty := "unknown", ""
+	if stamped != "" {
+		rev = stamped
+	} else {
+		for _, s := range settings {
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value
@@ -31,11 +56,30 @@ func versionString() string {
 	return fmt.Sprintf("strait %s (commit %s%s, %s, %s/%s)", Version, rev, dirty, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// commitKnown says whether versionString names a commit.
+func commitKnown() bool {
+	if commit != "" {
+		return true
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("version", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, versionString())
+	if !commitKnown() {
+		// On stderr: stdout stays the one line scripts read.
+		fmt.Fprintln(stderr, commitHint)
+	}
 	return nil
 }

@@ -98,12 +98,6 @@ func needPython(t *testing.T, module, pkg string) {
 	needDep(t, "Python module "+module, err, "apt-get install "+pkg)
 }
 
-func needKafkaJS(t *testing.T) {
-	t.Helper()
-	err := checkDep("kafkajs", probeCmd("node", "-e", "require.resolve('./node/node_modules/kafkajs')"))
-	needDep(t, "kafkajs (Node.js)", err, "apt-get install nodejs npm && npm ci --prefix test/interop/node")
-}
-
 // runClient runs a client process with a timeout and returns its stdout.
 // Its stderr is printed if the test fails, now or later.
 func runClient(t *testing.T, stdin []byte, name string, args ...string) []byte {

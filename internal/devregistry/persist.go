@@ -32,21 +32,9 @@ type fileState struct {
 // old file or the new one, whole. The temporary file is synced before the
 // rename and the directory after it, so the rename itself is durable.
 func writeState(path string, st *state) error {
-	fs := fileState{
-		Format:        fileFormat,
-		NextID:        st.nextID,
-		Compatibility: st.compatibility,
-		SubjectCompat: st.subjectCompat,
-		Schemas:       make([]schemaRec, 0, len(st.schemas)),
-		Subjects:      st.subjects,
-	}
-	for _, rec := range st.schemas {
-		fs.Schemas = append(fs.Schemas, rec)
-	}
-	sort.Slice(fs.Schemas, func(i, j int) bool { return fs.Schemas[i].ID < fs.Schemas[j].ID })
-	data, err := json.MarshalIndent(fs, "", " ")
+	data, err := encodeState(st)
 	if err != nil {
-		return fmt.Errorf("encoding the state: %w", err)
+		return err
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+stateFile+".*.tmp")
@@ -74,6 +62,27 @@ func writeState(path string, st *state) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// encodeState returns the state file's bytes for st.
+func encodeState(st *state) ([]byte, error) {
+	fs := fileState{
+		Format:        fileFormat,
+		NextID:        st.nextID,
+		Compatibility: st.compatibility,
+		SubjectCompat: st.subjectCompat,
+		Schemas:       make([]schemaRec, 0, len(st.schemas)),
+		Subjects:      st.subjects,
+	}
+	for _, rec := range st.schemas {
+		fs.Schemas = append(fs.Schemas, rec)
+	}
+	sort.Slice(fs.Schemas, func(i, j int) bool { return fs.Schemas[i].ID < fs.Schemas[j].ID })
+	data, err := json.MarshalIndent(fs, "", " ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the state: %w", err)
+	}
+	return data, nil
 }
 
 // readState loads the state file; a missing file is an empty registry. A

@@ -99,6 +99,11 @@ func (st *state) clone() *state {
 // canonical text and references are the same schema and share one id, across
 // subjects too.
 func schemaKey(typ, canonical string, refs []reference) string {
+	if len(refs) == 0 {
+		// nil and empty (as a hand-edited state file may have it) are
+		// the same: no references.
+		return typ + "\x00\x00" + canonical
+	}
 	r, _ := json.Marshal(refs) // a slice of plain structs always marshals
 	return typ + "\x00" + string(r) + "\x00" + canonical
 }

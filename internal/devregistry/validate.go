@@ -197,6 +197,15 @@ func checkProto(text string) error {
 		if tok == "" {
 			break
 		}
+		if depth == 0 && atStart && tok != ";" && tok != "}" {
+			if !protoTopLevel[tok] {
+				return fmt.Errorf("protobuf schema has %q where a top-level statement (syntax, package, import, option, message, enum, service, extend) should start", clip(tok))
+			}
+			switch tok {
+			case "message", "enum", "service", "extend":
+				declares = true
+			}
+		}
 		switch tok {
 		case "{":
 			depth++
@@ -212,15 +221,6 @@ func checkProto(text string) error {
 		case ";":
 			atStart = depth == 0
 			continue
-		}
-		if depth == 0 && atStart {
-			if !protoTopLevel[tok] {
-				return fmt.Errorf("protobuf schema has %q where a top-level statement (syntax, package, import, option, message, enum, service, extend) should start", clip(tok))
-			}
-			switch tok {
-			case "message", "enum", "service", "extend":
-				declares = true
-			}
 		}
 		atStart = false
 	}

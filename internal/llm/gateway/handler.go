@@ -212,9 +212,9 @@ type exchange struct {
 	timerDone bool       // the exchange is over: the timer stays stopped
 	phase     atomic.Int32
 	firstByte bool
-	// idle is the provider's stream_idle_timeout for a stream, else 0;
-	// lastEvent is the clock reading at the stream's last event (0: not
-	// started).
+	// idle is the provider's stream_idle_timeout once it has answered
+	// with an event stream, else 0 (set under tmu); lastEvent is the clock
+	// reading at the stream's last event (0: not started).
 	idle      time.Duration
 	lastEvent atomic.Int64
 	reqEnd    time.Duration // clock reading at which request_timeout ends
@@ -413,9 +413,6 @@ func (x *exchange) relay() {
 	x.reqEnd = x.clock() + p.RequestTimeout
 	if p.ResponseTimeout >= p.RequestTimeout {
 		x.phase.Store(phaseRequest)
-	}
-	if x.stream {
-		x.idle = p.StreamIdleTimeout
 	}
 	x.timer = time.AfterFunc(min(p.ResponseTimeout, p.RequestTimeout), x.timedOut)
 	defer x.stopTimer()
@@ -901,6 +898,11 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 // dialect's terminator or its error event (translate.Stream.End).
 func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	p := x.rt.p
+	// The idle limit applies from the stream's first byte; an error body
+	// that answers a streamed request is not a stream.
+	x.tmu.Lock()
+	x.idle = p.StreamIdleTimeout
+	x.tmu.Unlock()
 	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage})
 	rd := sse.NewReader(body)
 	h := x.w.Header()

@@ -689,7 +689,8 @@ func (x *exchange) providerError(resp *http.Response, body io.Reader) {
 	p := x.rt.p
 	x.relayIDs(resp)
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		x.w.Header().Set("Retry-After", string(x.g.red.scrubError([]byte(ra))))
+		ra, _ = x.g.red.scrubString(ra)
+		x.w.Header().Set("Retry-After", ra)
 	}
 	// The provider may quote the key the gateway sent it ("Incorrect API
 	// key provided: sk-…"): mask it before the body goes anywhere, forwarded
@@ -845,8 +846,8 @@ func (x *exchange) relayIDs(resp *http.Response) {
 		return
 	}
 	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
-		if v := h.Get(k); v != "" {
-			h.Set(k, string(x.g.red.scrubError([]byte(v))))
+		if v, ok := x.g.red.scrubString(h.Get(k)); ok {
+			h.Set(k, v)
 		}
 	}
 }
@@ -887,8 +888,8 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 	x.relayIDs(resp)
 	if ctype == "" {
 		ctype = "application/json"
-	} else if x.g.red != nil {
-		ctype = string(x.g.red.scrubError([]byte(ctype)))
+	} else {
+		ctype, _ = x.g.red.scrubString(ctype)
 	}
 	x.writeBody(resp.StatusCode, ctype, data)
 }

@@ -57,7 +57,15 @@ type redactor struct {
 	secrets []secret
 	// quoted: a secret holds a quote, so \" and \' may hide part of it.
 	quoted bool
+	// flag marks the bytes a short text is checked for at once: each
+	// anchor's rarest byte, and the first bytes of escapes.
+	flag [256]bool
 }
+
+// shortText is the length up to which mayHold checks each byte against
+// flag, one pass, rather than searching for each anchor: log attributes
+// are short, and many.
+const shortText = 64
 
 type secret struct {
 	s          []byte
@@ -123,7 +131,11 @@ func newRedactor(keys []string) *redactor {
 		n := minPartial
 		r.secrets = append(r.secrets, secret{s: s, head: newAnchor(s[:n]), tail: newAnchor(s[len(s)-n:])})
 		r.quoted = r.quoted || strings.ContainsAny(k, `"'`)
+		last := &r.secrets[len(r.secrets)-1]
+		r.flag[last.head.b[last.head.k]] = true
+		r.flag[last.tail.b[last.tail.k]] = true
 	}
+	r.flag['\\'], r.flag['%'] = true, true
 	for _, k := range keys {
 		add(k)
 		// A header value is sent without surrounding blanks, so a provider
@@ -183,6 +195,20 @@ func (r *redactor) scrubErrorOK(b []byte) ([]byte, bool) {
 // mayHold is scrubError's cheap test: a secret's head or tail as written,
 // or an escape that could hide one.
 func (r *redactor) mayHold(b []byte) bool {
+	if len(b) <= shortText {
+		// Every anchor holds its rarest byte and every escape starts with
+		// a flagged byte, so text without one holds neither.
+		flagged := false
+		for _, c := range b {
+			if r.flag[c] {
+				flagged = true
+				break
+			}
+		}
+		if !flagged {
+			return false
+		}
+	}
 	if r.escaped(b) {
 		return true
 	}

@@ -45,8 +45,9 @@ const maxDecodeRounds = 3
 //     that looks like key material (see keyish), also when written with
 //     JSON escapes (\/, \u0073, double-escaped) or URL-encoded (%2F,
 //     %252F).
-//   - scrubContent, for successful answers and ordinary stream events: the
-//     secret or such a suffix of it, as written. Prefixes are left alone
+//   - scrubContent, for successful answers and ordinary stream events: a
+//     secret of at least minContentSecret bytes or such a suffix of it, as
+//     written. Prefixes are left alone
 //     there because a key's first characters are public ("sk-proj-") and an
 //     answer may well mention them.
 //

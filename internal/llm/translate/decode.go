@@ -54,8 +54,15 @@ func explainDecode(doc []byte, err error, whole, base, want string) (path, msg s
 		if rel == "" && want != "" {
 			w = want
 		}
-		if num, ok := strings.CutPrefix(te.Value, "number "); ok && w == "an integer" && isWhole(num) {
-			return path, sprintf("%s is %s, which is out of range for an integer", subject(path), num)
+		if num, ok := strings.CutPrefix(te.Value, "number "); ok {
+			// A number refused by a number field is too large for it; by
+			// an integer field, too large or not whole.
+			switch {
+			case w == "a number":
+				return path, sprintf("%s is %s, which is out of range for a number", subject(path), num)
+			case w == "an integer" && isWhole(num):
+				return path, sprintf("%s is %s, which is out of range for an integer", subject(path), num)
+			}
 		}
 		return path, sprintf("%s must be %s, not %s", subject(path), w, gotOf(te.Value))
 	}

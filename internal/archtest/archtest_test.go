@@ -107,6 +107,11 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
+		name: "devregistry is a self-contained development schema registry and imports nothing of ours",
+		pkgs: []string{"internal/devregistry/..."},
+		only: nothing,
+	},
+	{
 		name: "the filter API builds on kafka/wire alone, so filters never see the proxy",
 		pkgs: []string{"internal/kafka/filter"},
 		only: []string{"internal/kafka/wire/..."},
@@ -131,7 +136,7 @@ var rules = []rule{
 		name: "gateways never import development clusters, benchmarks or mocks",
 		pkgs: []string{"internal/kafka/...", "internal/llm/...", "internal/admin/...", "internal/telemetry/..."},
 		never: []string{
-			"internal/devbroker/...", "bench/...", "internal/bench/...", "internal/mockllm/...",
+			"internal/devbroker/...", "internal/devregistry/...", "bench/...", "internal/bench/...", "internal/mockllm/...",
 		},
 	},
 	{
@@ -139,6 +144,12 @@ var rules = []rule{
 		pkgs:   []string{"..."},
 		except: []string{"internal/cli", "internal/devbroker/...", "test/...", "bench/...", "internal/bench/..."},
 		never:  []string{"internal/devbroker/..."},
+	},
+	{
+		name:   "the development schema registry is for the CLI, tests and benchmarks only",
+		pkgs:   []string{"..."},
+		except: []string{"internal/cli", "internal/devregistry/...", "test/...", "bench/...", "internal/bench/..."},
+		never:  []string{"internal/devregistry/..."},
 	},
 	{
 		name:   "mock providers are for the CLI (strait mock), tests and benchmarks only",

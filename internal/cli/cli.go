@@ -27,6 +27,7 @@ func commands() []command {
 		{"run", "run the gateway described by a YAML config (-c FILE)", runRun},
 		{"validate", "check a config file and report every error (-c FILE)", runValidate},
 		{"broker", "run a development Kafka cluster (for development and tests only)", runBroker},
+		{"registry", "run a development schema registry (Confluent REST API; for development and tests only)", runRegistry},
 		{"keys", "manage key-encryption keys in a filesystem vault: create, rotate, list", runKeys},
 		{"mock", "run a mock LLM provider (mock llm; for tests and benchmarks only)", runMock},
 		{"bench", "measure: Kafka load (kafka), rate sweeps (sweep), the layer table (layers), LLM load (llm, llm-layers), comparisons (compare)", runBench},

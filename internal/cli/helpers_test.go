@@ -264,7 +264,8 @@ func (p *proc) waitOutput(out *testkit.SyncBuffer, want string, timeout time.Dur
 
 // portClash reports whether the process exited because a port was taken.
 func (p *proc) portClash() bool {
-	return p.exited() && strings.Contains(p.stderr.String(), "address already in use")
+	s := p.stderr.String()
+	return p.exited() && (strings.Contains(s, "address already in use") || strings.Contains(s, "port is already in use"))
 }
 
 // startOnFreePorts calls start, which picks free ports, starts a process on

@@ -6,44 +6,25 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sort"
 	"strings"
 	"syscall"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/straitgw/strait/internal/admin"
 	"github.com/straitgw/strait/internal/config"
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/filter/registry"
 	"github.com/straitgw/strait/internal/kafka/proxy"
+	"github.com/straitgw/strait/internal/kms/kmsconfig"
 	"github.com/straitgw/strait/internal/telemetry"
 )
 
-// filterFactory builds a policy filter from its YAML config.
-type filterFactory func(cfg *yaml.Node) (filter.Filter, error)
-
-// filterTypes maps a config filter type to its factory. Policy filters
-// register here as they are added; address rewriting and ApiVersions are
-// built in and always on.
-var filterTypes = map[string]filterFactory{}
-
-func knownFilterTypes() string {
-	if len(filterTypes) == 0 {
-		return "none yet (address rewriting and ApiVersions are built in and always on)"
-	}
-	names := make([]string, 0, len(filterTypes))
-	for n := range filterTypes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-// buildFilters makes each virtual cluster's filters, reporting every bad
-// entry in the config's error format.
+// buildFilters makes each virtual cluster's filters through the filter
+// registry, reporting every bad entry in the config's error format. Filters
+// with equal kms blocks share one KMS and its cache.
 func buildFilters(cfg *config.Config) (map[string][]filter.Filter, error) {
 	var errs config.Errors
 	out := make(map[string][]filter.Filter)
+	env := registry.Env{OpenKMS: new(kmsconfig.Opener).Open}
 	for i, vc := range cfg.VirtualClusters {
 		for j := range vc.Filters {
 			f := &vc.Filters[j]
@@ -51,14 +32,13 @@ func buildFilters(cfg *config.Config) (map[string][]filter.Filter, error) {
 			if path == "" {
 				path = fmt.Sprintf("virtual_clusters[%d].filters[%d]", i, j)
 			}
-			mk, ok := filterTypes[f.Type]
-			if !ok {
-				errs.Add(cfg.File, f.Line, path+".type", fmt.Sprintf("unknown filter type %q; known types: %s", f.Type, knownFilterTypes()))
+			flt, err := registry.Build(f.Type, &f.Config, env)
+			switch {
+			case errors.Is(err, registry.ErrUnknownType):
+				errs.Add(cfg.File, f.Line, path+".type", err.Error())
 				continue
-			}
-			flt, err := mk(&f.Config)
-			if err != nil {
-				errs.Add(cfg.File, f.Line, path+".config", err.Error())
+			case err != nil:
+				errs.Add(cfg.File, f.Line, path+".config", oneLine(err))
 				continue
 			}
 			out[vc.Name] = append(out[vc.Name], flt)
@@ -68,6 +48,18 @@ func buildFilters(cfg *config.Config) (map[string][]filter.Filter, error) {
 		return nil, errs
 	}
 	return out, nil
+}
+
+// oneLine joins a filter's errors with "; " so that each config problem
+// stays one line of `strait validate`'s output.
+func oneLine(err error) string {
+	var parts []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // gateway is a running set of virtual clusters, the LLM gateway and the

@@ -1,0 +1,8 @@
+package cli
+
+// Every policy filter the gateway offers registers itself with
+// internal/kafka/filter/registry when its package is linked in; this list
+// is the one place a new filter is added to the binary.
+import (
+	_ "github.com/straitgw/strait/internal/kafka/filters/encryption"
+)

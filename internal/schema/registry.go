@@ -88,11 +88,23 @@ type Registry struct {
 type subjectsEntry struct {
 	list    []SubjectVersion
 	fetched time.Time
+	refresh refreshGate
 }
 
 type versionEntry struct {
 	def     Definition
 	fetched time.Time
+	refresh refreshGate
+}
+
+// refreshGate lets one background refresh of a stale entry start per
+// NotFoundTTL: while the source is down, records keep using the old answer
+// without each of them starting a request.
+type refreshGate struct{ next atomic.Int64 }
+
+func (g *refreshGate) try(now time.Time, every time.Duration) bool {
+	next := g.next.Load()
+	return now.UnixNano() >= next && g.next.CompareAndSwap(next, now.Add(every).UnixNano())
 }
 
 type negative struct {
@@ -199,7 +211,7 @@ func (r *Registry) definition(ctx context.Context, subject string, version int) 
 	r.mu.Unlock()
 	now := r.opts.Now()
 	if e != nil {
-		if now.Sub(e.fetched) >= r.opts.RefreshInterval {
+		if now.Sub(e.fetched) >= r.opts.RefreshInterval && e.refresh.try(now, r.opts.NotFoundTTL) {
 			r.refreshInBackground("subj:"+key, func(ctx context.Context) error {
 				_, err := r.fetchDefinition(ctx, subject, version, key)
 				return err
@@ -248,7 +260,7 @@ func (r *Registry) registered(ctx context.Context, id int, match func(string) bo
 	e := (*r.subjects.Load())[id]
 	if e != nil {
 		if e.has(match) {
-			if now.Sub(e.fetched) >= r.opts.RefreshInterval {
+			if now.Sub(e.fetched) >= r.opts.RefreshInterval && e.refresh.try(now, r.opts.NotFoundTTL) {
 				r.refreshInBackground("ids:"+strconv.Itoa(id), func(ctx context.Context) error {
 					_, err := r.fetchSubjects(ctx, id)
 					return err
@@ -337,9 +349,19 @@ func (r *Registry) fetch(ctx context.Context, key string, fn func(context.Contex
 	case res := <-ch:
 		return res.Val, res.Err
 	case <-ctx.Done():
-		return nil, newError(ErrUnavailable, "gave up waiting for the schema source", ctx.Err())
+		return nil, newError(ErrUnavailable, "gave up waiting for the schema source", &gaveUp{ctx.Err()})
 	}
 }
+
+// errGaveUp marks the error of a caller whose context ended before the
+// source answered.
+var errGaveUp = errors.New("gave up")
+
+type gaveUp struct{ err error }
+
+func (g *gaveUp) Error() string        { return g.err.Error() }
+func (g *gaveUp) Unwrap() error        { return g.err }
+func (g *gaveUp) Is(target error) bool { return target == errGaveUp }
 
 // refreshInBackground runs fn under the flight key unless a fetch of it is
 // already running. Failures keep the old answer.
@@ -364,17 +386,29 @@ func (r *Registry) negative(key string) error {
 	if !ok {
 		return nil
 	}
-	if r.opts.Now().After(n.expires) {
+	if !r.opts.Now().Before(n.expires) {
 		delete(r.notFound, key)
 		return nil
 	}
 	return n.err
 }
 
-// remember keeps err for key if it is an answer (not found, invalid), not
-// an outage: an outage is asked about again by the next lookup.
+// outageBackoff is how long a lookup that failed for an outage is not
+// retried: while the source is down, the records that need it fail at once
+// instead of each sending a request to a registry that may be struggling
+// to come back.
+const outageBackoff = time.Second
+
+// remember keeps err for key: an answer (not found, invalid) for
+// NotFoundTTL, an outage for outageBackoff.
 func (r *Registry) remember(key string, err error) {
-	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalidSchema) {
+	ttl := r.opts.NotFoundTTL
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidSchema):
+	case errors.Is(err, ErrUnavailable) && !errors.Is(err, errGaveUp):
+		// (A caller that gave up says nothing about the source.)
+		ttl = min(ttl, outageBackoff)
+	default:
 		return
 	}
 	r.mu.Lock()
@@ -382,7 +416,7 @@ func (r *Registry) remember(key string, err error) {
 	now := r.opts.Now()
 	if len(r.notFound) >= r.opts.MaxNotFound {
 		for k, n := range r.notFound {
-			if now.After(n.expires) {
+			if !now.Before(n.expires) {
 				delete(r.notFound, k)
 			}
 		}
@@ -394,7 +428,7 @@ func (r *Registry) remember(key string, err error) {
 			delete(r.notFound, k)
 		}
 	}
-	r.notFound[key] = negative{err: err, expires: now.Add(r.opts.NotFoundTTL)}
+	r.notFound[key] = negative{err: err, expires: now.Add(ttl)}
 }
 
 // compile resolves def's references through the source and compiles it.

@@ -149,6 +149,11 @@ func (r *Registry) SchemaByID(ctx context.Context, id int) (*Schema, error) {
 	if s, ok := (*r.schemas.Load())[id]; ok {
 		return s, nil
 	}
+	if id <= 0 {
+		// Registries number schemas from 1; a payload claiming 0 or a
+		// negative id is not worth a request.
+		return nil, newError(ErrNotFound, "schema id "+strconv.Itoa(id)+" not found", nil)
+	}
 	key := "id:" + strconv.Itoa(id)
 	if err := r.negative(key); err != nil {
 		return nil, err

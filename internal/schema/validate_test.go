@@ -380,3 +380,16 @@ func TestRecordNameNeedsANamedType(t *testing.T) {
 		t.Errorf("record-name strategy on a string schema: %v", err)
 	}
 }
+
+func TestNonPositiveIDsAreNotLookedUp(t *testing.T) {
+	r := setup(t)
+	for _, id := range []int{0, -1} {
+		_, err := r.Validate(context.Background(), "orders", false, wireRecord(id, nil, avroRecord(t)), &Rule{})
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("id %d: %v, want ErrNotFound", id, err)
+		}
+	}
+	if n := r.fake.total.Load(); n != 0 {
+		t.Errorf("%d requests for ids below 1, want none", n)
+	}
+}

@@ -128,3 +128,17 @@ func FuzzFastPath(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGeneralPath is what a record costs when the fast path cannot
+// decide: decoding, then the library's validator.
+func BenchmarkGeneralPath(b *testing.B) {
+	s := compile(b, schemas.JSONSchema)
+	rec := referenceJSON(b)
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := general(s, rec, SyntaxOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

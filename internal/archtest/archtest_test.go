@@ -112,6 +112,16 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
+		name: "each schema format reads bytes with its library and imports nothing of ours",
+		pkgs: []string{"internal/schema/avro", "internal/schema/protobuf", "internal/schema/jsonschema"},
+		only: nothing,
+	},
+	{
+		name: "the schema layer builds on its format packages alone",
+		pkgs: []string{"internal/schema"},
+		only: []string{"internal/schema/..."},
+	},
+	{
 		name: "the filter API builds on kafka/wire alone, so filters never see the proxy",
 		pkgs: []string{"internal/kafka/filter"},
 		only: []string{"internal/kafka/wire/..."},
@@ -134,7 +144,7 @@ var rules = []rule{
 	},
 	{
 		name: "gateways never import development clusters, benchmarks or mocks",
-		pkgs: []string{"internal/kafka/...", "internal/llm/...", "internal/admin/...", "internal/telemetry/..."},
+		pkgs: []string{"internal/kafka/...", "internal/llm/...", "internal/admin/...", "internal/telemetry/...", "internal/schema/...", "internal/kms/..."},
 		never: []string{
 			"internal/devbroker/...", "internal/devregistry/...", "bench/...", "internal/bench/...", "internal/mockllm/...",
 		},

@@ -60,6 +60,7 @@ func workloadFlags(fs *flag.FlagSet) func() (kafkaload.Workload, error) {
 	fs.Float64Var(&w.Rate, "rate", d.Rate, "target publish rate in records/s over all producers; 0 = as fast as possible (closed loop)")
 	fs.IntVar(&w.Size, "size", d.Size, "record value size in bytes (random payload)")
 	fs.StringVar(&w.Payload, "payload", d.Payload, "random, or the reference record as json, avro or protobuf (bench/schemas)")
+	fs.IntVar(&w.SchemaID, "schema-id", 0, "put the Confluent wire-format prefix with this schema id before each reference record")
 	fs.StringVar(&w.Acks, "acks", d.Acks, "all, 1 or 0")
 	fs.DurationVar(&w.Linger, "linger", d.Linger, "producer linger")
 	fs.IntVar(&w.BatchBytes, "batch-size", d.BatchBytes, "producer batch size limit in bytes (0: client default)")

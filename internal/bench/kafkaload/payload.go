@@ -90,7 +90,7 @@ type payloads struct {
 
 const poolRecords = 256
 
-func newPayloads(kind string, size int) (*payloads, error) {
+func newPayloads(kind string, size, schemaID int) (*payloads, error) {
 	var seed [32]byte
 	_, _ = crand.Read(seed[:])
 	p := &payloads{kind: kind, size: size, random: rand.NewChaCha8(seed)}
@@ -104,12 +104,26 @@ func newPayloads(kind string, size int) (*payloads, error) {
 	if err != nil {
 		return nil, err
 	}
+	if schemaID > 0 {
+		tmpl = append(wirePrefix(kind, schemaID), tmpl...)
+	}
 	p.tmpl = tmpl
 	p.idAt = strings.Index(string(tmpl), placeholder)
 	if p.idAt < 0 {
 		return nil, fmt.Errorf("payload %q: id not found in the encoded template", kind)
 	}
 	return p, nil
+}
+
+// wirePrefix is the Confluent wire-format prefix of a record of the given
+// kind under schema id: magic byte 0, the id big-endian, and for Protobuf
+// the message-index list [0], written as the single byte 0.
+func wirePrefix(kind string, id int) []byte {
+	b := []byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+	if kind == PayloadProtobuf {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // Size is the encoded size of each value.

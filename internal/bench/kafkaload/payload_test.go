@@ -16,7 +16,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-
 
 func TestReferenceRecordEncodings(t *testing.T) {
 	for _, kind := range []string{PayloadJSON, PayloadAvro, PayloadProtobuf} {
-		p, err := newPayloads(kind, 0)
+		p, err := newPayloads(kind, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func decodeProto(t *testing.T, b []byte) Record {
 }
 
 func TestRandomPayloadSize(t *testing.T) {
-	p, err := newPayloads(PayloadRandom, 100)
+	p, err := newPayloads(PayloadRandom, 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestRandomPayloadSize(t *testing.T) {
 // header's value together (random payloads come from a shared pool).
 func TestNewRecordIsOneAllocation(t *testing.T) {
 	r := &run{runID: 42}
-	p, err := newPayloads(PayloadRandom, 1024)
+	p, err := newPayloads(PayloadRandom, 1024, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +94,34 @@ func TestNewRecordIsOneAllocation(t *testing.T) {
 	got, ok := r.intended(r.newRecord(p.next(), now))
 	if !ok || !got.Equal(now) {
 		t.Errorf("intended time read back as %v (%v), want %v", got, ok, now)
+	}
+}
+
+// With a schema id, each reference record starts with the Confluent
+// wire-format prefix, and the record after it is unchanged.
+func TestSchemaIDPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		kind   string
+		prefix []byte
+	}{
+		{PayloadJSON, []byte{0, 0, 0, 1, 2}},
+		{PayloadAvro, []byte{0, 0, 0, 1, 2}},
+		{PayloadProtobuf, []byte{0, 0, 0, 1, 2, 0}},
+	} {
+		bare, err := newPayloads(tc.kind, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPayloads(tc.kind, 0, 258)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := p.next()
+		if string(v[:len(tc.prefix)]) != string(tc.prefix) {
+			t.Errorf("%s: prefix % x, want % x", tc.kind, v[:len(tc.prefix)], tc.prefix)
+		}
+		if len(v)-len(tc.prefix) != len(bare.next()) || p.Size() != len(v) {
+			t.Errorf("%s: %d bytes with the prefix, want the bare record's %d plus %d", tc.kind, len(v), bare.Size(), len(tc.prefix))
+		}
 	}
 }

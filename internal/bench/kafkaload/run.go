@@ -83,7 +83,7 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.Kafka, error) {
 	if err != nil {
 		return nil, setupError(err, setupCtx)
 	}
-	pay, err := newPayloads(w.Payload, w.Size)
+	pay, err := newPayloads(w.Payload, w.Size, w.SchemaID)
 	if err != nil {
 		return nil, err
 	}

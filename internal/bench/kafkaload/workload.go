@@ -31,6 +31,11 @@ type Workload struct {
 	// their own size).
 	Size        int           `json:"size"`
 	Payload     string        `json:"payload"`
+	// SchemaID, if set, puts the Confluent wire-format prefix (magic byte
+	// 0, the id, and for Protobuf the message index [0]) before each
+	// reference record, as a registry-aware serializer does: what a
+	// schema-validating gateway reads.
+	SchemaID int `json:"schema_id,omitempty"`
 	Acks        string        `json:"acks"`
 	Linger      time.Duration `json:"linger_ns"`
 	BatchBytes  int           `json:"batch_bytes"`
@@ -121,6 +126,9 @@ func (w Workload) Validate() error {
 	}
 	if w.Payload == PayloadRandom && (w.Size < 1 || w.Size > 64<<20) {
 		bad("size", "must be between 1 and 64 MiB")
+	}
+	if w.SchemaID < 0 || (w.SchemaID > 0 && w.Payload == PayloadRandom) {
+		bad("schema-id", "must be a positive schema id, and needs --payload json, avro or protobuf")
 	}
 	if !slices.Contains(PayloadKinds, w.Payload) {
 		bad("payload", "%q: use one of %s", w.Payload, strings.Join(PayloadKinds, ", "))

@@ -29,13 +29,13 @@ type Workload struct {
 	Rate float64 `json:"target_rate"`
 	// Size is the value size of random payloads (reference records have
 	// their own size).
-	Size        int           `json:"size"`
-	Payload     string        `json:"payload"`
+	Size    int    `json:"size"`
+	Payload string `json:"payload"`
 	// SchemaID, if set, puts the Confluent wire-format prefix (magic byte
 	// 0, the id, and for Protobuf the message index [0]) before each
 	// reference record, as a registry-aware serializer does: what a
 	// schema-validating gateway reads.
-	SchemaID int `json:"schema_id,omitempty"`
+	SchemaID    int           `json:"schema_id,omitempty"`
 	Acks        string        `json:"acks"`
 	Linger      time.Duration `json:"linger_ns"`
 	BatchBytes  int           `json:"batch_bytes"`

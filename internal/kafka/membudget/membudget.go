@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // ErrOverSize is returned, wrapped with the sizes, by Acquire for a request
@@ -29,6 +30,18 @@ type Budget struct {
 	used    int64
 	peak    int64
 	waiters []*waiter // in arrival order
+
+	idle      idleHook
+	high      int64       // the most held at once since the idle hook last ran
+	idleTimer *time.Timer // armed while the hook waits to run
+}
+
+// idleHook is what OnIdle set.
+type idleHook struct {
+	min          int64
+	delay, every time.Duration
+	fn           func()
+	last         time.Time
 }
 
 type waiter struct {
@@ -70,6 +83,17 @@ func (b *Budget) GrowTo(size int64) {
 		b.size = size
 		b.grantLocked()
 	}
+}
+
+// OnIdle has fn run, on a goroutine of its own, once nothing has been held
+// for delay after at least min bytes were held at once, and at most once
+// per every. A caller uses it to hand memory back once a burst is over:
+// the bytes a budget counts are usually freed to the garbage collector,
+// which may not run again for minutes in a process that has gone quiet.
+func (b *Budget) OnIdle(min int64, delay, every time.Duration, fn func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.idle = idleHook{min: min, delay: delay, every: every, fn: fn}
 }
 
 // TryAcquire takes n bytes if they are free now and nobody is waiting
@@ -122,6 +146,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64) error {
 		// caller, which sees an error, has nothing to release.
 		b.used -= n
 		b.grantLocked()
+		b.armIdleLocked()
 	default:
 		for i, o := range b.waiters {
 			if o == w {
@@ -149,11 +174,37 @@ func (b *Budget) Release(n int64) {
 		b.used = 0
 	}
 	b.grantLocked()
+	b.armIdleLocked()
+}
+
+// armIdleLocked starts the wait before the idle hook when the budget has
+// just emptied after a burst.
+func (b *Budget) armIdleLocked() {
+	h := &b.idle
+	if h.fn == nil || b.used != 0 || b.high < h.min || b.idleTimer != nil {
+		return
+	}
+	wait := max(h.delay, time.Until(h.last.Add(h.every)))
+	b.idleTimer = time.AfterFunc(wait, func() {
+		b.mu.Lock()
+		b.idleTimer = nil
+		if b.used != 0 {
+			// Busy again: the next time it empties re-arms.
+			b.mu.Unlock()
+			return
+		}
+		b.high = 0
+		h.last = time.Now()
+		fn := h.fn
+		b.mu.Unlock()
+		fn()
+	})
 }
 
 func (b *Budget) takeLocked(n int64) {
 	b.used += n
 	b.peak = max(b.peak, b.used)
+	b.high = max(b.high, b.used)
 }
 
 // grantLocked hands bytes to waiters, in order, while the first one fits.

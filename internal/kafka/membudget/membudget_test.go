@@ -169,3 +169,49 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The idle hook runs once a burst that held at least its minimum is over,
+// not after small use, and not more often than asked.
+func TestOnIdle(t *testing.T) {
+	b := New(1000)
+	var runs atomic.Int64
+	b.OnIdle(500, 10*time.Millisecond, 200*time.Millisecond, func() { runs.Add(1) })
+	ctx := context.Background()
+
+	take := func(n int64) {
+		if err := b.Acquire(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		b.Release(n)
+	}
+	take(100) // small: no hook
+	time.Sleep(50 * time.Millisecond)
+	if runs.Load() != 0 {
+		t.Fatal("the hook ran after use under its minimum")
+	}
+
+	// A burst: two holders, the hook waits for both to finish.
+	if err := b.Acquire(ctx, 300); err != nil {
+		t.Fatal(err)
+	}
+	take(400)
+	time.Sleep(50 * time.Millisecond)
+	if runs.Load() != 0 {
+		t.Fatal("the hook ran while bytes were held")
+	}
+	b.Release(300)
+	waitFor(t, func() bool { return runs.Load() == 1 })
+
+	// A second burst right after: at most once per 200 ms.
+	start := time.Now()
+	take(600)
+	waitFor(t, func() bool { return runs.Load() == 2 })
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("the hook ran again after %s, sooner than once per 200 ms", d)
+	}
+	take(100)
+	time.Sleep(300 * time.Millisecond)
+	if runs.Load() != 2 {
+		t.Errorf("the hook ran %d times, want 2: small use since the last run", runs.Load())
+	}
+}

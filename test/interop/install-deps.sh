@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs the external Kafka clients that Strait's interop tests drive:
 # kcat, kafka-python (with its snappy, lz4 and zstd codecs) and
-# confluent-kafka-python from Debian, and kafkajs from npm (pinned by
-# node/package-lock.json). franz-go and sarama come with the Go module.
+# confluent-kafka-python from Debian, with what its schema-registry client
+# and its JSON Schema and Protobuf serializers import (requests, jsonschema,
+# protobuf); kafkajs and @kafkajs/confluent-schema-registry from npm (pinned
+# by node/package-lock.json). franz-go and sarama come with the Go module.
 #
 # Run as root (or with sudo) on Debian 12; then
 #   STRAIT_REQUIRE_INTEROP=1 go test ./test/interop/
@@ -15,6 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 pkgs="kcat python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard"
+pkgs="$pkgs python3-requests python3-jsonschema python3-protobuf"
 if ! command -v node >/dev/null 2>&1; then
 	pkgs="$pkgs nodejs npm"
 fi

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // Benchmarks of the filter's own work, without the proxy: one 1 KiB record
@@ -49,7 +51,7 @@ func benchFilter(b *testing.B) *Filter {
 func BenchmarkSealRecord1KiB(b *testing.B) {
 	f := benchFilter(b)
 	plain := benchBatch(b, kgo.NoCompression(), 1)
-	r, _, err := parseRecord(plain[batchHeaderLen:])
+	r, _, err := recordbatch.ParseRecord(plain[recordbatch.HeaderLen:])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func BenchmarkSealRecord1KiB(b *testing.B) {
 	j := sealer{f: f, ctx: context.Background(), topic: "orders", kek: "orders-kek", s: s}
 	s.ad = keyAD(s.ad[:0], "orders", f.bind)
 	dst := make([]byte, 0, 2048)
-	b.SetBytes(int64(len(r.value)))
+	b.SetBytes(int64(len(r.Value)))
 	b.ReportAllocs()
 	for b.Loop() {
 		if dst, err = j.sealRecord(dst[:0], &r, 1<<20); err != nil {
@@ -69,14 +71,14 @@ func BenchmarkSealRecord1KiB(b *testing.B) {
 func BenchmarkOpenRecord1KiB(b *testing.B) {
 	f := benchFilter(b)
 	sealed := sealOne(b, f, "orders", benchBatch(b, kgo.NoCompression(), 1))
-	recs := sealed[batchHeaderLen:]
-	r, _, err := parseRecord(recs)
+	recs := sealed[recordbatch.HeaderLen:]
+	r, _, err := recordbatch.ParseRecord(recs)
 	if err != nil {
 		b.Fatal(err)
 	}
 	j := opener{f: f, ctx: context.Background(), topic: "orders", s: getScratch()}
 	dst := make([]byte, 0, 2048)
-	b.SetBytes(int64(len(r.value) - tagLen))
+	b.SetBytes(int64(len(r.Value) - tagLen))
 	b.ReportAllocs()
 	for b.Loop() {
 		if dst, _, err = j.openRecord(dst[:0], &r, recs); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // Config is the filter's config block (the `config:` of a `record-encryption`
@@ -70,17 +72,13 @@ type DEKConfig struct {
 
 // Defaults and limits.
 const (
-	DefaultMaxRecords    = 1_000_000
-	DefaultMaxAge        = time.Hour
-	DefaultMaxBatchBytes = 64 << 20
-	// DefaultMaxCompressionRatio is above what real data reaches in a
-	// batch of over 1 MiB (text and JSON compress 3 to 20 times), and
-	// far below a bomb's hundreds or thousands.
-	DefaultMaxCompressionRatio = 100
-	// DefaultDecompressionBudget has room for three batches of the
-	// default max_batch_bytes decompressing at once, decoders included;
-	// real batches are far smaller, so many more fit.
-	DefaultDecompressionBudget = 256 << 20
+	DefaultMaxRecords = 1_000_000
+	DefaultMaxAge     = time.Hour
+	// The decompression limits are those every filter that reads
+	// compressed batches shares (recordbatch.Limits).
+	DefaultMaxBatchBytes       = recordbatch.DefaultMaxBatchBytes
+	DefaultMaxCompressionRatio = recordbatch.DefaultMaxCompressionRatio
+	DefaultDecompressionBudget = recordbatch.DefaultDecompressionBudget
 	DefaultKMSTimeout          = 5 * time.Second
 	// MaxRecordsLimit caps dek.max_records at 2^32 encryptions under one
 	// key, the usual bound for AES-GCM.
@@ -111,15 +109,8 @@ func (c Config) withDefaults() Config {
 	if c.DEK.MaxAge == 0 {
 		c.DEK.MaxAge = DefaultMaxAge
 	}
-	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if c.MaxCompressionRatio == 0 {
-		c.MaxCompressionRatio = DefaultMaxCompressionRatio
-	}
-	if c.DecompressionBudget == 0 {
-		c.DecompressionBudget = DefaultDecompressionBudget
-	}
+	l := c.limits().WithDefaults()
+	c.MaxBatchBytes, c.MaxCompressionRatio, c.DecompressionBudget = l.MaxBatchBytes, l.MaxCompressionRatio, l.DecompressionBudget
 	if c.KMSTimeout == 0 {
 		c.KMSTimeout = DefaultKMSTimeout
 	}
@@ -161,30 +152,19 @@ func (c Config) Validate() error {
 	case c.DEK.MaxAge > 0 && c.DEK.MaxAge < time.Second:
 		bad("dek.max_age: %s is under a second: every produce would ask the KMS for a new key; use at least 1s (1h is the default)", c.DEK.MaxAge)
 	}
-	switch {
-	case c.MaxBatchBytes < 0:
-		bad("max_batch_bytes: %d is negative: use a size in bytes, such as 67108864 (64 MiB, the default)", c.MaxBatchBytes)
-	case c.MaxBatchBytes > 0 && c.MaxBatchBytes < 1<<20:
-		bad("max_batch_bytes: %d is under 1 MiB, less than a single default-sized batch: raise it", c.MaxBatchBytes)
-	}
-	if c.MaxCompressionRatio < 0 || c.MaxCompressionRatio == 1 {
-		bad("max_compression_ratio: %d is not a usable ratio: use 2 or more (100 is the default); a batch may always decompress to 1 MiB", c.MaxCompressionRatio)
-	}
-	batch := c.MaxBatchBytes
-	if batch <= 0 {
-		batch = DefaultMaxBatchBytes
-	}
-	switch {
-	case c.DecompressionBudget < 0:
-		bad("decompression_budget: %d is negative: use a size in bytes, such as 268435456 (256 MiB, the default)", c.DecompressionBudget)
-	case c.DecompressionBudget > 0 && c.DecompressionBudget < batch+lz4State:
-		bad("decompression_budget: %d is less than max_batch_bytes (%d) plus 8 MiB for a decoder: a batch that large could never be decompressed; raise it to at least %d, or lower max_batch_bytes",
-			c.DecompressionBudget, batch, batch+lz4State)
+	if err := c.limits().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.KMSTimeout < 0 {
 		bad("kms.timeout: %s is negative: use a duration such as 5s", c.KMSTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// limits are the decompression settings, which every filter that reads
+// compressed batches shares.
+func (c Config) limits() recordbatch.Limits {
+	return recordbatch.Limits{MaxBatchBytes: c.MaxBatchBytes, MaxCompressionRatio: c.MaxCompressionRatio, DecompressionBudget: c.DecompressionBudget}
 }
 
 // checkSelector checks one topics entry.

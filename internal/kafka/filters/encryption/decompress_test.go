@@ -23,6 +23,7 @@ import (
 
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/membudget"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // Attribute bits of the codecs, as a batch carries them.
@@ -146,7 +147,7 @@ func allocated(fn func()) uint64 {
 func TestProduceBombRefusedByRatio(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
-	f.codecs.budget = membudget.New(DefaultDecompressionBudget)
+	f.codecs = testCodecs(f, membudget.New(DefaultDecompressionBudget), recordbatch.BudgetWait)
 	for name, bomb := range bombs(t) {
 		t.Run(name, func(t *testing.T) {
 			// Once first, so that pooled decoders are not counted.
@@ -176,11 +177,11 @@ func TestProduceBombRefusedByRatio(t *testing.T) {
 			// The limit is 100 times the compressed size, or 1 MiB; the
 			// output doubles as it grows towards it, so refusing costs
 			// at most about twice the limit, far from 16 MiB and more.
-			limit, _ := f.codecs.limit(len(bomb) - batchHeaderLen)
-			if n > uint64(2*limit+lz4State+1<<20) {
+			limit, _ := f.codecs.Limit(len(bomb) - recordbatch.HeaderLen)
+			if n > uint64(2*limit+recordbatch.MaxDecoderState+1<<20) {
 				t.Errorf("refusing the bomb allocated %d bytes; its limit is %d", n, limit)
 			}
-			if got := f.codecs.budget.InUse(); got != 0 {
+			if got := f.codecs.Budget().InUse(); got != 0 {
 				t.Errorf("%d bytes of the budget still held after the refusal", got)
 			}
 		})
@@ -192,7 +193,7 @@ func TestProduceBombRefusedByRatio(t *testing.T) {
 func TestFetchBombFailsPartition(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
-	f.codecs.budget = membudget.New(DefaultDecompressionBudget)
+	f.codecs = testCodecs(f, membudget.New(DefaultDecompressionBudget), recordbatch.BudgetWait)
 	c, logs := logBuffer(t)
 	resp := fetchResponse(12, map[string][]byte{"orders": bombs(t)["gzip"]})
 	runFetch(t, f, c, resp)
@@ -226,9 +227,8 @@ func TestBudgetBoundsConcurrentBatches(t *testing.T) {
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek", MaxBatchBytes: 1 << 20}, k)
 	// Room for two batches at a time: each reserves its 1 MiB limit and a
 	// decoder's working memory, then keeps what it decompressed to.
-	const budget = 2*(1<<20+lz4State) + 1<<20
-	f.codecs.budget = membudget.New(budget)
-	f.codecs.wait = time.Minute // generous: this test is about the bound, not the refusal
+	const budget = 2*(1<<20+recordbatch.MaxDecoderState) + 1<<20
+	f.codecs = testCodecs(f, membudget.New(budget), time.Minute) // generous: this test is about the bound, not the refusal
 
 	var batches [][]byte
 	for i, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.Lz4Compression(), kgo.ZstdCompression(), kgo.SnappyCompression()} {
@@ -259,7 +259,7 @@ func TestBudgetBoundsConcurrentBatches(t *testing.T) {
 	for err := range errs {
 		t.Errorf("a batch within every limit failed: %v", err)
 	}
-	b := f.codecs.budget
+	b := f.codecs.Budget()
 	if b.Peak() > budget {
 		t.Errorf("%d bytes of decompressed batches held at once, over the %d-byte budget", b.Peak(), budget)
 	}
@@ -278,8 +278,7 @@ func TestBudgetSpentIsRetriable(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek", MaxBatchBytes: 1 << 20}, k)
 	b := membudget.New(16 << 20)
-	f.codecs.budget = b
-	f.codecs.wait = 50 * time.Millisecond
+	f.codecs = testCodecs(f, b, 50*time.Millisecond)
 	o := defaultBatchOpts()
 	o.codec = kgo.GzipCompression()
 	batch := makeBatch(t, o, rec{value: []byte("secret")})
@@ -323,12 +322,11 @@ func TestBudgetSpentIsRetriable(t *testing.T) {
 func TestBatchOverWholeBudgetRefusedAtOnce(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek", MaxBatchBytes: 1 << 20}, k)
-	f.codecs.budget = membudget.New(512 << 10)
-	f.codecs.wait = time.Hour
+	f.codecs = testCodecs(f, membudget.New(512<<10), time.Hour)
 	o := defaultBatchOpts()
 	o.codec = kgo.Lz4Compression()
 	_, err := f.sealPartition(context.Background(), "orders", f.pol.get("orders"), makeBatch(t, o, rec{value: []byte("secret")}))
-	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "decompression_budget") {
+	if !errors.Is(err, recordbatch.ErrTooLarge) || !strings.Contains(err.Error(), "decompression_budget") {
 		t.Fatalf("err %v, want errTooLarge naming decompression_budget", err)
 	}
 	if code := produceCode(err); code != kerr.MessageTooLarge {
@@ -341,7 +339,7 @@ func TestBatchOverWholeBudgetRefusedAtOnce(t *testing.T) {
 func TestZstdFramesOfBothKinds(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
-	f.codecs.budget = membudget.New(DefaultDecompressionBudget)
+	f.codecs = testCodecs(f, membudget.New(DefaultDecompressionBudget), recordbatch.BudgetWait)
 	first := rawRecords(rec{value: []byte("one")}, rec{value: compressible(50<<10, 1)})
 	second := rawRecords(rec{value: []byte("three")})
 	// The second frame's record offsets go on from the first's.
@@ -358,11 +356,11 @@ func TestZstdFramesOfBothKinds(t *testing.T) {
 	payload = append(payload, zstdStreamed(t, second)...)
 	batch := batchOf(attrZstd, payload, 3)
 
-	out, held, err := f.codecs.decompress(context.Background(), nil, codecZstd, payload)
+	out, held, err := f.codecs.Decompress(context.Background(), nil, recordbatch.Zstd, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.codecs.release(held)
+	f.codecs.Release(held)
 	if want := append(append([]byte(nil), first...), second...); !bytes.Equal(out, want) {
 		t.Fatalf("decompressed %d bytes, want %d", len(out), len(want))
 	}
@@ -377,36 +375,10 @@ func TestZstdFramesOfBothKinds(t *testing.T) {
 	// A frame that states more than is left of the limit is refused
 	// before it is decoded.
 	f2 := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek", MaxBatchBytes: 1 << 20}, k)
-	f2.codecs.budget = membudget.New(DefaultDecompressionBudget)
+	f2.codecs = testCodecs(f2, membudget.New(DefaultDecompressionBudget), recordbatch.BudgetWait)
 	big := enc.EncodeAll(make([]byte, 2<<20), nil)
-	if _, _, err := f2.codecs.decompress(context.Background(), nil, codecZstd, big); !errors.Is(err, errTooLarge) {
+	if _, _, err := f2.codecs.Decompress(context.Background(), nil, recordbatch.Zstd, big); !errors.Is(err, recordbatch.ErrTooLarge) {
 		t.Errorf("a frame stating 2 MiB under a 1 MiB limit: %v", err)
-	}
-}
-
-// The streamed zstd decoders the codec keeps are few, and none with a
-// large window.
-func TestZstdDecoderPoolBounded(t *testing.T) {
-	c := newCodecs(64<<20, 100, membudget.New(DefaultDecompressionBudget), time.Second)
-	var payloads [][]byte
-	for i := range 16 {
-		payloads = append(payloads, zstdStreamed(t, rawRecords(rec{value: compressible(10<<10, uint64(i))})))
-	}
-	var wg sync.WaitGroup
-	for _, payload := range payloads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, held, err := c.decompress(context.Background(), nil, codecZstd, payload)
-			if err != nil || len(out) == 0 {
-				t.Error(err)
-			}
-			c.release(held)
-		}()
-	}
-	wg.Wait()
-	if n := len(c.zstdStream); n > zstdStreamKeep {
-		t.Errorf("%d decoders kept, at most %d", n, zstdStreamKeep)
 	}
 }
 
@@ -441,10 +413,16 @@ func TestOneBudgetPerProcess(t *testing.T) {
 	_, k := testVault(t, "orders-kek")
 	a := newTestFilter(t, Config{Topics: []string{"a"}, KEK: "orders-kek", DecompressionBudget: 100 << 20}, k)
 	b := newTestFilter(t, Config{Topics: []string{"b"}, KEK: "orders-kek", DecompressionBudget: 300 << 20}, k)
-	if a.codecs.budget != b.codecs.budget {
+	if a.codecs.Budget() != b.codecs.Budget() {
 		t.Fatal("two filters have budgets of their own")
 	}
-	if got := a.codecs.budget.Size(); got < 300<<20 {
+	if got := a.codecs.Budget().Size(); got < 300<<20 {
 		t.Errorf("budget %d, want at least the largest asked for, %d", got, 300<<20)
 	}
+}
+
+// testCodecs gives f codecs of its own limits that draw on budget and wait
+// for it up to wait.
+func testCodecs(f *Filter, budget *membudget.Budget, wait time.Duration) *recordbatch.Codecs {
+	return recordbatch.NewCodecs(f.cfg.MaxBatchBytes, f.cfg.MaxCompressionRatio, budget, wait)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kms"
 )
 
@@ -40,15 +41,15 @@ func produceCode(err error) *kerr.Error {
 		return kerr.KafkaStorageError
 	case errors.Is(err, kms.ErrKeyNotFound), errors.Is(err, errKEKName):
 		return kerr.PolicyViolation
-	case errors.Is(err, errOldFormat):
+	case errors.Is(err, recordbatch.ErrOldFormat):
 		return kerr.UnsupportedForMessageFormat
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, recordbatch.ErrTooLarge):
 		return kerr.MessageTooLarge
-	case errors.Is(err, errBadCRC):
+	case errors.Is(err, recordbatch.ErrBadCRC):
 		return kerr.CorruptMessage
-	case errors.Is(err, errBadBatch), errors.Is(err, errBadRecord), errors.Is(err, errTruncated),
-		errors.Is(err, errTrailingBytes), errors.Is(err, errUnknownCodec), errors.Is(err, errCodec),
-		errors.Is(err, errRatio):
+	case errors.Is(err, recordbatch.ErrBadBatch), errors.Is(err, recordbatch.ErrBadRecord), errors.Is(err, recordbatch.ErrTruncated),
+		errors.Is(err, recordbatch.ErrTrailingBytes), errors.Is(err, recordbatch.ErrUnknownCodec), errors.Is(err, recordbatch.ErrCodec),
+		errors.Is(err, recordbatch.ErrRatio):
 		return kerr.InvalidRecord
 	case errors.Is(err, errTopicID):
 		return kerr.UnknownTopicID

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kafka/wire"
 )
 
@@ -166,7 +167,7 @@ func TestFailedFetchPartitionOnTheWire(t *testing.T) {
 	sealed := sealOne(t, f, "orders", makeBatch(t, defaultBatchOpts(), rec{value: []byte("secret")}))
 	tampered := append([]byte(nil), sealed...)
 	tampered[len(tampered)-1] ^= 1 // the IV counter, last byte of the marker
-	finishBatch(tampered, 0)
+	recordbatch.Finish(tampered, 0)
 
 	for v := int16(minFetchVersion); v <= maxFetchVersion; v++ {
 		resp := fetchResponse(v, map[string][]byte{"orders": tampered})
@@ -231,7 +232,7 @@ func TestFailedShareFetchPartitionOnTheWire(t *testing.T) {
 	f := newTestFilter(t, Config{Topics: []string{"orders"}, KEK: "orders-kek"}, k)
 	sealed := sealOne(t, f, "orders", makeBatch(t, defaultBatchOpts(), rec{value: []byte("secret")}))
 	sealed[len(sealed)-1] ^= 1
-	finishBatch(sealed, 0)
+	recordbatch.Finish(sealed, 0)
 	for v := int16(0); v <= maxShareFetchVersion; v++ {
 		for _, tc := range []struct {
 			name string

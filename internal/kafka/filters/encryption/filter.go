@@ -33,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kafka/wire"
 	"github.com/straitgw/strait/internal/kms"
 )
@@ -62,7 +63,7 @@ type Filter struct {
 	ring   *keyring
 	opens  *openers
 	keys   *keyCiphers
-	codecs *codecs
+	codecs *recordbatch.Codecs
 
 	// pending counts the error entries waiting, on all connections, to be
 	// added to Produce responses; while there are none, Produce responses
@@ -91,7 +92,7 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 		rejectUnencrypted: cfg.UnencryptedOnFetch == policyReject,
 		plaintextOnMiss:   cfg.OnMissingKEK == policyPlaintext,
 		pol:               newPolicies(newSelector(cfg.Topics), cfg.KEK),
-		codecs:            newCodecs(cfg.MaxBatchBytes, cfg.MaxCompressionRatio, processBudget(cfg.DecompressionBudget), budgetWait),
+		codecs:            cfg.limits().Codecs(),
 		missLog:           map[string]time.Time{},
 		now:               time.Now,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kafka/wire"
 )
 
@@ -201,9 +202,9 @@ func TestProduceFailsClosed(t *testing.T) {
 		if up != nil || answer == nil || answer.Topics[0].Partitions[0].ErrorCode != kerr.CorruptMessage.Code {
 			t.Fatalf("bad CRC: upstream %v, answer %+v", up != nil, answer)
 		}
-		finishBatch(bad, 0)
+		recordbatch.Finish(bad, 0)
 		bad[len(bad)-3] = 0x7f // a header count or length that runs past the record
-		finishBatch(bad, 0)
+		recordbatch.Finish(bad, 0)
 		up, answer = runProduce(t, f, testCtx(t), produce(9, -1, map[string]map[int32][]byte{"orders": {0: bad[:len(bad)-1]}}))
 		if up != nil || answer == nil || answer.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecord.Code {
 			t.Fatalf("cut batch: upstream %v, answer %+v", up != nil, answer)
@@ -236,7 +237,7 @@ func TestFetchFailsClosed(t *testing.T) {
 
 	tampered := append([]byte(nil), sealed...)
 	tampered[len(tampered)-1] ^= 1 // the IV counter, last byte of the marker
-	finishBatch(tampered, 0)
+	recordbatch.Finish(tampered, 0)
 	resp := fetchResponse(12, map[string][]byte{"orders": tampered})
 	runFetch(t, f, testCtx(t), resp)
 	if p := fetched(t, resp, "orders"); p.ErrorCode != kerr.CorruptMessage.Code || len(p.RecordBatches) != 0 {
@@ -331,7 +332,7 @@ func TestShareFetchDecrypts(t *testing.T) {
 	}
 	bad := append([]byte(nil), sealed...)
 	bad[len(bad)-1] ^= 1
-	finishBatch(bad, 0)
+	recordbatch.Finish(bad, 0)
 	resp = mk(bad)
 	if err := f.OnResponse(testCtx(t), &filter.Response{Header: filter.Header{Key: wire.KeyShareFetch, Version: 1}, Body: resp}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // Fuzz targets for everything that reads bytes a client or a broker sent:
@@ -71,11 +73,11 @@ func FuzzOpenRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		out, _ := flt.openPartition(context.Background(), "t", b)
 		for len(out) > 0 {
-			batch, rest, err := nextBatch(out)
+			batch, rest, err := recordbatch.Next(out)
 			if err != nil {
 				t.Fatalf("handed on a batch that does not frame: %v", err)
 			}
-			if err := checkBatch(batch); err != nil && batchMagic(batch) == 2 {
+			if err := recordbatch.Check(batch); err != nil && recordbatch.Magic(batch) == 2 {
 				t.Fatalf("handed on a batch that does not check: %v", err)
 			}
 			out = rest
@@ -115,30 +117,30 @@ func fuzzRecords(t *testing.T, dec kgo.Decompressor, b []byte) [][]string {
 		return "=" + string(v)
 	}
 	for len(b) > 0 {
-		batch, rest, err := nextBatch(b)
+		batch, rest, err := recordbatch.Next(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b = rest
-		if batchIsControl(batch) {
+		if recordbatch.IsControl(batch) {
 			continue
 		}
-		raw, err := dec.Decompress(batch[batchHeaderLen:], kgo.CompressionCodecType(batchCodec(batch)))
+		raw, err := dec.Decompress(batch[recordbatch.HeaderLen:], kgo.CompressionCodecType(recordbatch.CodecOf(batch)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range batchCount(batch) {
-			r, next, err := parseRecord(raw)
+		for range recordbatch.Count(batch) {
+			r, next, err := recordbatch.ParseRecord(raw)
 			if err != nil {
 				t.Fatal(err)
 			}
 			raw = next
-			fs := []string{string(r.prefix), field(r.key), field(r.value)}
-			hs := r.headers
-			for range r.headerCount {
-				var h header
-				h, hs, _ = nextHeader(hs)
-				fs = append(fs, field(h.key), field(h.value))
+			fs := []string{string(r.Prefix), field(r.Key), field(r.Value)}
+			hs := r.Headers
+			for range r.HeaderCount {
+				var h recordbatch.Header
+				h, hs, _ = recordbatch.NextHeader(hs)
+				fs = append(fs, field(h.Key), field(h.Value))
 			}
 			out = append(out, fs)
 		}

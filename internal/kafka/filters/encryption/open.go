@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // Fetch-path errors.
@@ -39,8 +41,8 @@ type opener struct {
 func (j *opener) openRecords(in []byte) ([]byte, error) {
 	dst := make([]byte, 0, len(in))
 	for rest := in; len(rest) > 0; {
-		batch, next, err := nextBatch(rest)
-		if errors.Is(err, errTruncated) {
+		batch, next, err := recordbatch.Next(rest)
+		if errors.Is(err, recordbatch.ErrTruncated) {
 			break
 		}
 		if err != nil {
@@ -58,9 +60,9 @@ func (j *opener) openRecords(in []byte) ([]byte, error) {
 // openBatch appends batch to dst, its records decrypted. A batch with no
 // encrypted record is appended exactly as it came.
 func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
-	base := batchBaseOffset(batch)
-	if err := checkBatch(batch); err != nil {
-		if errors.Is(err, errOldFormat) {
+	base := recordbatch.BaseOffset(batch)
+	if err := recordbatch.Check(batch); err != nil {
+		if errors.Is(err, recordbatch.ErrOldFormat) {
 			// Legacy messages cannot carry the marker.
 			if j.f.rejectUnencrypted {
 				return dst, &recordError{offset: base, err: errUnencrypted}
@@ -69,32 +71,32 @@ func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
 		}
 		return dst, &recordError{offset: base, err: err}
 	}
-	if batchIsControl(batch) {
+	if recordbatch.IsControl(batch) {
 		return append(dst, batch...), nil
 	}
-	k := batchCodec(batch)
-	if k > codecZstd {
-		return dst, &recordError{offset: base, err: errUnknownCodec}
+	k := recordbatch.CodecOf(batch)
+	if k > recordbatch.Zstd {
+		return dst, &recordError{offset: base, err: recordbatch.ErrUnknownCodec}
 	}
-	n := batchCount(batch)
+	n := recordbatch.Count(batch)
 	start := len(dst)
-	dst = append(dst, batch[:batchHeaderLen]...)
-	recs := batch[batchHeaderLen:]
+	dst = append(dst, batch[:recordbatch.HeaderLen]...)
+	recs := batch[recordbatch.HeaderLen:]
 	var (
 		changed bool
 		err     error
 	)
-	if k == codecNone {
+	if k == recordbatch.Uncompressed {
 		dst, changed, err = j.openInto(dst, recs, n, base)
 	} else {
 		var held int64
-		if j.s.in, held, err = j.f.codecs.decompress(j.ctx, j.s.in[:0], k, recs); err != nil {
+		if j.s.in, held, err = j.f.codecs.Decompress(j.ctx, j.s.in[:0], k, recs); err != nil {
 			return dst[:start], &recordError{offset: base, err: err}
 		}
-		defer j.f.codecs.release(held) // once the batch is opened and compressed
+		defer j.f.codecs.Release(held) // once the batch is opened and compressed
 		j.s.out, changed, err = j.openInto(j.s.out[:0], j.s.in, n, base)
 		if err == nil && changed {
-			dst, err = j.f.codecs.compress(dst, k, j.s.out, k == codecSnappy && isXerial(recs))
+			dst, err = j.f.codecs.Compress(dst, k, j.s.out, k == recordbatch.Snappy && recordbatch.IsXerial(recs))
 		}
 	}
 	if err != nil {
@@ -103,7 +105,7 @@ func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
 	if !changed {
 		return append(dst[:start], batch...), nil
 	}
-	finishBatch(dst, start)
+	recordbatch.Finish(dst, start)
 	return dst, nil
 }
 
@@ -111,37 +113,37 @@ func (j *opener) openBatch(dst, batch []byte) ([]byte, error) {
 // whether any was encrypted.
 func (j *opener) openInto(dst, recs []byte, n int, base int64) (_ []byte, changed bool, _ error) {
 	for range n {
-		r, rest, err := parseRecord(recs)
+		r, rest, err := recordbatch.ParseRecord(recs)
 		if err != nil {
 			return dst, false, &recordError{offset: base, err: err}
 		}
 		var opened bool
 		if dst, opened, err = j.openRecord(dst, &r, recs[:len(recs)-len(rest)]); err != nil {
-			return dst, false, &recordError{offset: base + int64(r.offsetDelta), err: err}
+			return dst, false, &recordError{offset: base + int64(r.OffsetDelta), err: err}
 		}
 		changed = changed || opened
 		recs = rest
 	}
 	if len(recs) != 0 {
-		return dst, false, &recordError{offset: base, err: errTrailingBytes}
+		return dst, false, &recordError{offset: base, err: recordbatch.ErrTrailingBytes}
 	}
 	return dst, changed, nil
 }
 
 // openRecord appends r, decrypted, to dst; raw is the record as it came.
 // It reports whether r was encrypted.
-func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, error) {
-	if r.headerCount == 0 {
+func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, bool, error) {
+	if r.HeaderCount == 0 {
 		return j.unencrypted(dst, raw)
 	}
-	h, others, err := nextHeader(r.headers)
+	h, others, err := recordbatch.NextHeader(r.Headers)
 	if err != nil {
 		return dst, false, err
 	}
-	if string(h.key) != markerKey {
+	if string(h.Key) != markerKey {
 		return j.unencrypted(dst, raw)
 	}
-	m, err := parseMarker(h.value)
+	m, err := parseMarker(h.Value)
 	if err != nil {
 		return dst, false, err
 	}
@@ -149,23 +151,23 @@ func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, er
 	sealedHeaders := m.flags&flagHeaders != 0
 	inMarker := m.flags&flagInMarker != 0
 	switch {
-	case inMarker && !r.valueNull:
+	case inMarker && !r.ValueNull:
 		return dst, false, fmt.Errorf("%w: ciphertext in the marker of a record with a value", errBadEnvelope)
-	case !hasDEK && !r.valueNull:
+	case !hasDEK && !r.ValueNull:
 		return dst, false, fmt.Errorf("%w: a value but no data key", errBadEnvelope)
-	case hasDEK && r.valueNull && !inMarker:
+	case hasDEK && r.ValueNull && !inMarker:
 		return dst, false, fmt.Errorf("%w: a data key but nothing sealed", errBadEnvelope)
-	case sealedHeaders && r.headerCount != 1:
-		return dst, false, fmt.Errorf("%w: headers sealed, yet %d in clear", errBadEnvelope, r.headerCount-1)
-	case m.flags&flagKey != 0 && r.keyNull:
+	case sealedHeaders && r.HeaderCount != 1:
+		return dst, false, fmt.Errorf("%w: headers sealed, yet %d in clear", errBadEnvelope, r.HeaderCount-1)
+	case m.flags&flagKey != 0 && r.KeyNull:
 		return dst, false, fmt.Errorf("%w: an encrypted null key", errBadEnvelope)
 	}
 	bound := m.flags&flagTopic != 0
 	s := j.s
 
-	keyField := r.keyField
+	keyField := r.KeyField
 	if m.flags&flagKey != 0 {
-		version, sealedKey, err := keyVersion(r.key)
+		version, sealedKey, err := keyVersion(r.Key)
 		if err != nil {
 			return dst, false, err
 		}
@@ -190,7 +192,7 @@ func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, er
 	case inMarker:
 		sealed = m.sealed
 	case hasDEK:
-		sealed = r.value
+		sealed = r.Value
 		if len(sealed) < tagLen {
 			return dst, false, fmt.Errorf("%w: value shorter than a tag", errBadEnvelope)
 		}
@@ -198,23 +200,23 @@ func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, er
 	ptLen := len(sealed) - tagLen
 
 	var body int
-	headerCount := r.headerCount - 1
+	headerCount := r.HeaderCount - 1
 	switch {
 	case sealedHeaders:
-		body = len(r.prefix) + len(keyField) + ptLen
-	case r.valueNull:
-		body = len(r.prefix) + len(keyField) + 1 + varintLen(int64(headerCount)) + len(others)
+		body = len(r.Prefix) + len(keyField) + ptLen
+	case r.ValueNull:
+		body = len(r.Prefix) + len(keyField) + 1 + varintLen(int64(headerCount)) + len(others)
 	default:
-		body = len(r.prefix) + len(keyField) + bytesFieldLen(ptLen) + varintLen(int64(headerCount)) + len(others)
+		body = len(r.Prefix) + len(keyField) + bytesFieldLen(ptLen) + varintLen(int64(headerCount)) + len(others)
 	}
 	dst = binary.AppendVarint(dst, int64(body))
-	dst = append(dst, r.prefix...)
+	dst = append(dst, r.Prefix...)
 	dst = append(dst, keyField...)
 	ptAt := -1
 	switch {
 	case sealedHeaders:
 		dst, ptAt = grow(dst, ptLen)
-	case r.valueNull:
+	case r.ValueNull:
 		dst = binary.AppendVarint(dst, -1)
 	default:
 		dst = binary.AppendVarint(dst, int64(ptLen))
@@ -231,7 +233,7 @@ func (j *opener) openRecord(dst []byte, r *record, raw []byte) ([]byte, bool, er
 	if err != nil {
 		return dst, false, err
 	}
-	s.aad = appendAAD(s.aad[:0], m.fixed, j.topic, bound, r.keyField)
+	s.aad = appendAAD(s.aad[:0], m.fixed, j.topic, bound, r.KeyField)
 	s.nonce = nonceFor(m.iv)
 	if _, err := aead.Open(dst[ptAt:ptAt], s.nonce[:], sealed, s.aad); err != nil {
 		return dst, false, errAuth
@@ -274,22 +276,22 @@ func (j *opener) unencrypted(dst, raw []byte) ([]byte, bool, error) {
 // so only a sealer with the key could have made them otherwise; still,
 // nothing malformed is handed on.
 func checkTail(b []byte) error {
-	_, _, p, err := readBytes(b, 0)
+	_, _, p, err := recordbatch.ReadBytes(b, 0)
 	if err != nil {
-		return fmt.Errorf("%w: sealed value: %w", errBadRecord, err)
+		return fmt.Errorf("%w: sealed value: %w", recordbatch.ErrBadRecord, err)
 	}
 	hc, w := binary.Varint(b[p:])
 	if w <= 0 || hc < 0 || hc > int64(len(b)) {
-		return fmt.Errorf("%w: sealed header count", errBadRecord)
+		return fmt.Errorf("%w: sealed header count", recordbatch.ErrBadRecord)
 	}
 	hs := b[p+w:]
 	for range hc {
-		if _, hs, err = nextHeader(hs); err != nil {
+		if _, hs, err = recordbatch.NextHeader(hs); err != nil {
 			return err
 		}
 	}
 	if len(hs) != 0 {
-		return fmt.Errorf("%w: bytes after the sealed headers", errBadRecord)
+		return fmt.Errorf("%w: bytes after the sealed headers", recordbatch.ErrBadRecord)
 	}
 	return nil
 }

@@ -3,9 +3,12 @@ package encryption
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // scratch is the working memory of one partition's worth of records:
@@ -93,7 +96,7 @@ func (j *sealer) sealRecords(in []byte) ([]byte, error) {
 	}
 	for rest := in; len(rest) > 0; {
 		var batch []byte
-		if batch, rest, err = nextBatch(rest); err != nil {
+		if batch, rest, err = recordbatch.Next(rest); err != nil {
 			return nil, err
 		}
 		if dst, err = j.sealBatch(dst, batch); err != nil {
@@ -107,11 +110,11 @@ func (j *sealer) sealRecords(in []byte) ([]byte, error) {
 // already) is compressed.
 func anyCompressed(b []byte) bool {
 	for len(b) > 0 {
-		batch, rest, err := nextBatch(b)
+		batch, rest, err := recordbatch.Next(b)
 		if err != nil {
 			return false
 		}
-		if batchMagic(batch) == 2 && len(batch) >= batchHeaderLen && batchCodec(batch) != codecNone {
+		if recordbatch.Magic(batch) == 2 && len(batch) >= recordbatch.HeaderLen && recordbatch.CodecOf(batch) != recordbatch.Uncompressed {
 			return true
 		}
 		b = rest
@@ -129,12 +132,12 @@ const minRecordLen = 7
 func countRecords(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
-		batch, rest, err := nextBatch(b)
+		batch, rest, err := recordbatch.Next(b)
 		if err != nil {
 			return 0, err
 		}
-		if batchMagic(batch) == 2 && len(batch) >= batchHeaderLen {
-			n += batchCount(batch)
+		if recordbatch.Magic(batch) == 2 && len(batch) >= recordbatch.HeaderLen {
+			n += recordbatch.Count(batch)
 		}
 		b = rest
 	}
@@ -143,40 +146,43 @@ func countRecords(b []byte) (int, error) {
 
 // sealBatch appends batch, its records encrypted, to dst.
 func (j *sealer) sealBatch(dst, batch []byte) ([]byte, error) {
-	if err := checkBatch(batch); err != nil {
+	if err := recordbatch.Check(batch); err != nil {
+		if errors.Is(err, recordbatch.ErrOldFormat) {
+			err = fmt.Errorf("%w, which cannot carry encryption headers", err)
+		}
 		return dst, err
 	}
-	if batchIsControl(batch) {
+	if recordbatch.IsControl(batch) {
 		return append(dst, batch...), nil
 	}
-	k := batchCodec(batch)
-	if k > codecZstd {
-		return dst, errUnknownCodec
+	k := recordbatch.CodecOf(batch)
+	if k > recordbatch.Zstd {
+		return dst, recordbatch.ErrUnknownCodec
 	}
-	n := batchCount(batch)
+	n := recordbatch.Count(batch)
 	start := len(dst)
-	dst = append(dst, batch[:batchHeaderLen]...)
-	recs := batch[batchHeaderLen:]
+	dst = append(dst, batch[:recordbatch.HeaderLen]...)
+	recs := batch[recordbatch.HeaderLen:]
 	var err error
-	if k == codecNone {
+	if k == recordbatch.Uncompressed {
 		dst, err = j.sealInto(dst, recs, n)
 	} else {
 		var held int64
-		j.s.in, held, err = j.f.codecs.decompress(j.ctx, j.s.in[:0], k, recs)
+		j.s.in, held, err = j.f.codecs.Decompress(j.ctx, j.s.in[:0], k, recs)
 		if err != nil {
 			return dst, err
 		}
-		defer j.f.codecs.release(held) // once the batch is sealed and compressed
+		defer j.f.codecs.Release(held) // once the batch is sealed and compressed
 		j.s.out, err = j.sealInto(j.s.out[:0], j.s.in, n)
 		if err == nil {
-			dst = slices.Grow(dst, compressBound(k, len(j.s.out)))
-			dst, err = j.f.codecs.compress(dst, k, j.s.out, k == codecSnappy && isXerial(recs))
+			dst = slices.Grow(dst, recordbatch.CompressBound(k, len(j.s.out)))
+			dst, err = j.f.codecs.Compress(dst, k, j.s.out, k == recordbatch.Snappy && recordbatch.IsXerial(recs))
 		}
 	}
 	if err != nil {
 		return dst, err
 	}
-	finishBatch(dst, start)
+	recordbatch.Finish(dst, start)
 	return dst, nil
 }
 
@@ -186,17 +192,17 @@ func (j *sealer) sealInto(dst, recs []byte, n int) ([]byte, error) {
 	// as the bytes can hold: a count that lies cannot use up a DEK.
 	most := min(n, len(recs)/minRecordLen)
 	for i := range n {
-		r, rest, err := parseRecord(recs)
+		r, rest, err := recordbatch.ParseRecord(recs)
 		if err != nil {
 			return dst, err
 		}
 		if dst, err = j.sealRecord(dst, &r, most-i); err != nil {
-			return dst, &recordError{offset: int64(r.offsetDelta), err: err}
+			return dst, &recordError{offset: int64(r.OffsetDelta), err: err}
 		}
 		recs = rest
 	}
 	if len(recs) != 0 {
-		return dst, errTrailingBytes
+		return dst, recordbatch.ErrTrailingBytes
 	}
 	return dst, nil
 }
@@ -225,38 +231,38 @@ func (j *sealer) nextIV(want int) (*dek, uint64, error) {
 // record's whole tail (value length, value, header count, headers), so the
 // decrypted bytes are the original record's tail again; the record keeps
 // only the marker as its header.
-func (j *sealer) sealRecord(dst []byte, r *record, want int) ([]byte, error) {
+func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte, error) {
 	f, s := j.f, j.s
 	var flags byte
 	if f.bind {
 		flags |= flagTopic
 	}
-	keyField := r.keyField
-	if j.keyc != nil && !r.keyNull {
+	keyField := r.KeyField
+	if j.keyc != nil && !r.KeyNull {
 		flags |= flagKey
-		s.key = j.keyc.seal(s.key[:0], s.ad, r.key)
+		s.key = j.keyc.seal(s.key[:0], s.ad, r.Key)
 		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
 		s.keyField = append(s.keyField, s.key...)
 		keyField = s.keyField
 	}
-	sealHeaders := f.cfg.EncryptHeaders && r.headerCount > 0
+	sealHeaders := f.cfg.EncryptHeaders && r.HeaderCount > 0
 	var (
 		d     *dek
 		iv    uint64
 		plain []byte
 		ctLen int
 	)
-	if !r.valueNull || sealHeaders {
+	if !r.ValueNull || sealHeaders {
 		var err error
 		if d, iv, err = j.nextIV(want); err != nil {
 			return dst, err
 		}
 		flags |= flagDEK
-		plain = r.value
+		plain = r.Value
 		if sealHeaders {
 			flags |= flagHeaders
-			plain = r.tail
-			if r.valueNull {
+			plain = r.Tail
+			if r.ValueNull {
 				flags |= flagInMarker
 			}
 		}
@@ -273,22 +279,22 @@ func (j *sealer) sealRecord(dst []byte, r *record, want int) ([]byte, error) {
 		markerLen += ctLen
 	}
 	markerHeader := bytesFieldLen(len(markerKey)) + bytesFieldLen(markerLen)
-	headerCount := r.headerCount + 1
-	otherHeaders := r.headers
+	headerCount := r.HeaderCount + 1
+	otherHeaders := r.Headers
 	if sealHeaders {
 		headerCount, otherHeaders = 1, nil
 	}
 	valueField := 1 // a null value's -1
-	if !r.valueNull {
+	if !r.ValueNull {
 		valueField = bytesFieldLen(ctLen)
 	}
-	body := len(r.prefix) + len(keyField) + valueField + varintLen(int64(headerCount)) + markerHeader + len(otherHeaders)
+	body := len(r.Prefix) + len(keyField) + valueField + varintLen(int64(headerCount)) + markerHeader + len(otherHeaders)
 
 	dst = binary.AppendVarint(dst, int64(body))
-	dst = append(dst, r.prefix...)
+	dst = append(dst, r.Prefix...)
 	dst = append(dst, keyField...)
 	ctAt := -1
-	if r.valueNull {
+	if r.ValueNull {
 		dst = binary.AppendVarint(dst, -1)
 	} else {
 		dst = binary.AppendVarint(dst, int64(ctLen))

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kms"
 	"github.com/straitgw/strait/internal/kms/vault"
 )
@@ -125,7 +126,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 				if c.name == "none" && !bytes.Equal(opened, plain) {
 					t.Errorf("an uncompressed batch did not come back byte for byte")
 				}
-				if c.name == "snappy" && isXerial(plain[batchHeaderLen:]) != isXerial(sealed[batchHeaderLen:]) {
+				if c.name == "snappy" && recordbatch.IsXerial(plain[recordbatch.HeaderLen:]) != recordbatch.IsXerial(sealed[recordbatch.HeaderLen:]) {
 					t.Errorf("snappy framing changed")
 				}
 			})
@@ -169,20 +170,20 @@ func TestSnappyXerialFramingKept(t *testing.T) {
 	recs := sampleRecords()
 	raw := makeBatch(t, defaultBatchOpts(), recs...)
 	// Re-frame the records as the Java client does.
-	xerial, err := f.codecs.compress(nil, codecSnappy, raw[batchHeaderLen:], true)
+	xerial, err := f.codecs.Compress(nil, recordbatch.Snappy, raw[recordbatch.HeaderLen:], true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !isXerial(xerial) {
+	if !recordbatch.IsXerial(xerial) {
 		t.Fatal("test setup: not xerial")
 	}
-	batch := append(append([]byte(nil), raw[:batchHeaderLen]...), xerial...)
-	batch[offAttributes+1] |= byte(codecSnappy)
-	finishBatch(batch, 0)
+	batch := append(append([]byte(nil), raw[:recordbatch.HeaderLen]...), xerial...)
+	batch[22] |= byte(recordbatch.Snappy) // the low byte of the attributes
+	recordbatch.Finish(batch, 0)
 	_, want := decodeBatches(t, batch) // franz-go reads the framing too
 
 	sealed := sealOne(t, f, "orders", batch)
-	if !isXerial(sealed[batchHeaderLen:]) {
+	if !recordbatch.IsXerial(sealed[recordbatch.HeaderLen:]) {
 		t.Error("a xerial-framed batch was re-encoded as raw snappy")
 	}
 	decodeBatches(t, sealed)
@@ -198,8 +199,8 @@ func TestControlBatchUntouched(t *testing.T) {
 	o := defaultBatchOpts()
 	o.producerID, o.producerEpoch, o.transactional = 9, 1, true
 	ctrl := makeBatch(t, o, rec{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}}) // a commit marker
-	ctrl[offAttributes+1] |= attrControl
-	finishBatch(ctrl, 0)
+	ctrl[22] |= 0x20 // the control bit of the attributes
+	recordbatch.Finish(ctrl, 0)
 	data := makeBatch(t, o, rec{value: []byte("secret")})
 	in := append(append([]byte(nil), ctrl...), data...)
 
@@ -254,7 +255,7 @@ func TestTamperedRecordFails(t *testing.T) {
 				EncryptHeaders: mode.headers, EncryptKey: mode.key}, k)
 			sealed := sealOne(t, f, "orders", makeBatch(t, defaultBatchOpts(),
 				rec{key: []byte("k1"), value: []byte("secret-value"), headers: []kmsg.Header{{Key: "h", Value: []byte("hv")}}}))
-			r, _, err := parseRecord(sealed[batchHeaderLen:])
+			r, _, err := recordbatch.ParseRecord(sealed[recordbatch.HeaderLen:])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,10 +263,10 @@ func TestTamperedRecordFails(t *testing.T) {
 			// timestamp delta, offset delta) are not authenticated: the
 			// broker may rewrite timestamps. Nor are headers left in
 			// clear. Everything else is.
-			from := batchHeaderLen + varintLen(int64(len(sealed)-batchHeaderLen-1)) + len(r.prefix)
+			from := recordbatch.HeaderLen + varintLen(int64(len(sealed)-recordbatch.HeaderLen-1)) + len(r.Prefix)
 			to := len(sealed)
 			if !mode.headers {
-				_, others, _ := nextHeader(r.headers)
+				_, others, _ := recordbatch.NextHeader(r.Headers)
 				to -= len(others)
 			}
 			tried := 0
@@ -273,7 +274,7 @@ func TestTamperedRecordFails(t *testing.T) {
 				for _, bit := range []byte{0x01, 0x80} {
 					bad := append([]byte(nil), sealed...)
 					bad[i] ^= bit
-					finishBatch(bad, 0)
+					recordbatch.Finish(bad, 0)
 					out, err := f.openPartition(context.Background(), "orders", bad)
 					tried++
 					if err == nil {
@@ -290,8 +291,8 @@ func TestTamperedRecordFails(t *testing.T) {
 			t.Logf("%d tampered copies, all refused", tried)
 			// A bad CRC alone is caught too.
 			bad := append([]byte(nil), sealed...)
-			bad[offCRC] ^= 1
-			if _, err := f.openPartition(context.Background(), "orders", bad); !errors.Is(err, errBadCRC) {
+			bad[17] ^= 1 // the CRC
+			if _, err := f.openPartition(context.Background(), "orders", bad); !errors.Is(err, recordbatch.ErrBadCRC) {
 				t.Errorf("bad CRC: err %v", err)
 			}
 		})
@@ -316,8 +317,8 @@ func TestTopicBinding(t *testing.T) {
 	// A value moved to another record key fails too.
 	plain := makeBatch(t, defaultBatchOpts(), rec{key: []byte("alice"), value: []byte("balance=10")})
 	sealed = sealOne(t, bound, "payments", plain)
-	r, _, _ := parseRecord(sealed[batchHeaderLen:])
-	swapped := makeBatch(t, defaultBatchOpts(), rec{key: []byte("mallo"), value: r.value, headers: []kmsg.Header{{Key: markerKey, Value: markerOf(t, sealed)}}})
+	r, _, _ := recordbatch.ParseRecord(sealed[recordbatch.HeaderLen:])
+	swapped := makeBatch(t, defaultBatchOpts(), rec{key: []byte("mallo"), value: r.Value, headers: []kmsg.Header{{Key: markerKey, Value: markerOf(t, sealed)}}})
 	if _, err := bound.openPartition(context.Background(), "payments", swapped); !errors.Is(err, errAuth) {
 		t.Errorf("a value moved to another key: err %v, want the tag to fail", err)
 	}
@@ -326,15 +327,15 @@ func TestTopicBinding(t *testing.T) {
 // markerOf returns the marker value of the first record of a sealed batch.
 func markerOf(t testing.TB, sealed []byte) []byte {
 	t.Helper()
-	r, _, err := parseRecord(sealed[batchHeaderLen:])
+	r, _, err := recordbatch.ParseRecord(sealed[recordbatch.HeaderLen:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _, err := nextHeader(r.headers)
-	if err != nil || string(h.key) != markerKey {
+	h, _, err := recordbatch.NextHeader(r.Headers)
+	if err != nil || string(h.Key) != markerKey {
 		t.Fatalf("no marker: %v", err)
 	}
-	return h.value
+	return h.Value
 }
 
 // markers returns the parsed markers of every record of sealed batches.
@@ -564,7 +565,7 @@ func TestOldFormatRejected(t *testing.T) {
 	// A magic 1 message: offset, size, crc, magic 1, attributes, timestamp, key, value.
 	msg := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 22, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
 	_, err := f.sealPartition(context.Background(), "orders", f.pol.get("orders"), msg)
-	if !errors.Is(err, errOldFormat) || produceCode(err).Message != "UNSUPPORTED_FOR_MESSAGE_FORMAT" {
+	if !errors.Is(err, recordbatch.ErrOldFormat) || produceCode(err).Message != "UNSUPPORTED_FOR_MESSAGE_FORMAT" {
 		t.Errorf("magic 1 on an encrypted topic: err %v", err)
 	}
 	if out := openOne(t, f, "orders", msg); !bytes.Equal(out, msg) {
@@ -625,7 +626,7 @@ func TestDecompressionBomb(t *testing.T) {
 		o.codec = c.codec
 		big := makeBatch(t, o, rec{value: make([]byte, 2<<20)}) // compresses to almost nothing
 		_, err := f.sealPartition(context.Background(), "orders", f.pol.get("orders"), big)
-		if !errors.Is(err, errTooLarge) || produceCode(err).Message != "MESSAGE_TOO_LARGE" {
+		if !errors.Is(err, recordbatch.ErrTooLarge) || produceCode(err).Message != "MESSAGE_TOO_LARGE" {
 			t.Errorf("%s: 2 MiB under a 1 MiB limit: err %v", c.name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package encryption
+package recordbatch
 
 import (
 	"bytes"
@@ -21,28 +21,29 @@ import (
 	"github.com/straitgw/strait/internal/kafka/membudget"
 )
 
-// codec is a record batch's compression codec (attributes bits 0-2).
-type codec uint8
+// Codec is a record batch's compression codec (attributes bits 0-2).
+type Codec uint8
 
+// The codecs, by their attribute values.
 const (
-	codecNone codec = iota
-	codecGzip
-	codecSnappy
-	codecLz4
-	codecZstd
+	Uncompressed Codec = iota
+	Gzip
+	Snappy
+	LZ4
+	Zstd
 )
 
-func (c codec) String() string {
+func (c Codec) String() string {
 	switch c {
-	case codecNone:
+	case Uncompressed:
 		return "none"
-	case codecGzip:
+	case Gzip:
 		return "gzip"
-	case codecSnappy:
+	case Snappy:
 		return "snappy"
-	case codecLz4:
+	case LZ4:
 		return "lz4"
-	case codecZstd:
+	case Zstd:
 		return "zstd"
 	}
 	return fmt.Sprintf("codec(%d)", uint8(c))
@@ -62,12 +63,12 @@ var (
 // client writes them.
 const xerialBlock = 32 << 10
 
-// isXerial reports whether a snappy payload uses the xerial framing.
-func isXerial(src []byte) bool {
+// IsXerial reports whether a snappy payload uses the xerial framing.
+func IsXerial(src []byte) bool {
 	return len(src) >= len(xerialHeader) && bytes.Equal(src[:len(xerialMagic)], xerialMagic)
 }
 
-// codecs compresses and decompresses record batches with bounded memory.
+// Codecs compresses and decompresses record batches with bounded memory.
 // One value serves a whole filter; every method is safe for concurrent use.
 //
 // Decompression is where a small request turns into a lot of memory, so it
@@ -77,7 +78,7 @@ func isXerial(src []byte) bool {
 // once come out of budget, shared by all connections and all filters. Each
 // limit is checked as the output grows, so a bomb is stopped at the limit
 // rather than after it has been inflated whole.
-type codecs struct {
+type Codecs struct {
 	max    int // the most a batch may decompress to
 	ratio  int // the most a batch may grow by, past ratioFloor
 	budget *membudget.Budget
@@ -108,10 +109,12 @@ const (
 	// gzipState is a gzip decoder's working memory: its 32 KiB window
 	// and Huffman tables.
 	gzipState = 64 << 10
-	// lz4State is the most an lz4 decoder's can be: a block buffer and
-	// a block of compressed input, each up to the format's largest
-	// block, 4 MiB. A frame's header says its own block size.
-	lz4State = 2 * (4 << 20)
+	// MaxDecoderState is the most working memory a decoder reserves
+	// besides its output, an lz4 decoder's: a block buffer and a block
+	// of compressed input, each up to the format's largest block, 4 MiB.
+	// A frame's header says its own block size. A decompression budget
+	// must have room for it and the largest batch.
+	MaxDecoderState = 2 * (4 << 20)
 	// zstdStreamState is a streaming zstd decoder's besides its window:
 	// the blocks around the ring and the block decoder's buffers.
 	zstdStreamState = 512 << 10
@@ -123,30 +126,33 @@ const (
 )
 
 // gatewayBudget is the decompression budget of the process, which every
-// record-encryption filter and connection draws on: the memory it bounds
+// filter and connection draws on: the memory it bounds
 // is the process's, however many virtual clusters share it.
 var gatewayBudget = membudget.New(0)
 
-// processBudget sizes the process's budget for a filter configured with
+// ProcessBudget sizes the process's budget for a filter configured with
 // size: the budget is the largest any filter asks for.
-func processBudget(size int) *membudget.Budget {
+func ProcessBudget(size int) *membudget.Budget {
 	gatewayBudget.GrowTo(int64(size))
 	return gatewayBudget
 }
 
-// budgetWait is how long a batch waits for its share of the budget before
+// BudgetWait is how long a batch waits for its share of the budget before
 // it is refused. A batch takes milliseconds to process, so a budget spent
 // for this long means the gateway is overloaded; well under the 30 s
 // request timeout of Kafka clients, the refusal reaches the client while
 // it still waits, and it retries.
-const budgetWait = 5 * time.Second
+const BudgetWait = 5 * time.Second
 
-func newCodecs(max, ratio int, budget *membudget.Budget, wait time.Duration) *codecs {
-	c := &codecs{max: max, ratio: ratio, budget: budget, wait: wait, zstdStream: make(chan *zstd.Decoder, zstdStreamKeep)}
+// NewCodecs returns codecs that decompress a batch to at most max bytes,
+// and to at most ratio times its compressed size past 1 MiB, holding the
+// decompressed bytes against budget and waiting up to wait for them.
+func NewCodecs(max, ratio int, budget *membudget.Budget, wait time.Duration) *Codecs {
+	c := &Codecs{max: max, ratio: ratio, budget: budget, wait: wait, zstdStream: make(chan *zstd.Decoder, zstdStreamKeep)}
 	c.gzipR.New = func() any { return new(gzip.Reader) }
-	// The fastest level of each codec: on the produce path most of
-	// what is compressed is ciphertext, which no level can shrink, and
-	// trying harder only costs CPU.
+	// The fastest level of each codec: what filters compress again is
+	// mostly ciphertext, which no level can shrink, and trying harder
+	// only costs CPU.
 	c.gzipW.New = func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }
 	c.lz4R.New = func() any { return lz4.NewReader(nil) }
 	c.lz4W.New = func() any {
@@ -165,7 +171,7 @@ func newCodecs(max, ratio int, budget *membudget.Budget, wait time.Duration) *co
 // for concurrent EncodeAll and DecodeAll calls. The decoder serves frames
 // that state their size, which is checked before they are decoded; it
 // decodes straight into the output, with no window of its own.
-func (c *codecs) zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
+func (c *Codecs) zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
 	c.zstdOnce.Do(func() {
 		n := runtime.GOMAXPROCS(0)
 		c.zstdEnc, c.zstdErr = zstd.NewWriter(nil,
@@ -184,9 +190,9 @@ func (c *codecs) zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
 	return c.zstdEnc, c.zstdDec, c.zstdErr
 }
 
-// limit is the most src may decompress to, and whether the ratio rather
+// Limit is the most src may decompress to, and whether the ratio rather
 // than max_batch_bytes sets it.
-func (c *codecs) limit(src int) (n int, byRatio bool) {
+func (c *Codecs) Limit(src int) (n int, byRatio bool) {
 	r := max(int64(c.ratio)*int64(src), ratioFloor)
 	if r < int64(c.max) {
 		return int(r), true
@@ -196,32 +202,32 @@ func (c *codecs) limit(src int) (n int, byRatio bool) {
 
 // overLimit is the error of a batch of src compressed bytes that
 // decompresses to more than limit.
-func (c *codecs) overLimit(k codec, src, limit int, byRatio bool) error {
+func (c *Codecs) overLimit(k Codec, src, limit int, byRatio bool) error {
 	if byRatio {
 		return fmt.Errorf("%w: %s: %d compressed bytes decompress to more than %d, over %d times their size",
-			errRatio, k, src, limit, c.ratio)
+			ErrRatio, k, src, limit, c.ratio)
 	}
-	return errTooLarge
+	return ErrTooLarge
 }
 
-// decompress appends src, decompressed with k, to dst. It first reserves,
+// Decompress appends src, decompressed with k, to dst. It first reserves,
 // from the budget, the most the batch may decompress to and its decoder's
 // working memory, waiting up to c.wait; once done it keeps only what it
 // produced. It returns how many bytes of the budget it holds: the caller
-// hands them to release once done with the decompressed bytes. On error
+// hands them to Release once done with the decompressed bytes. On error
 // it holds nothing.
 //
-// It fails with errTooLarge past max_batch_bytes, errRatio past
-// max_compression_ratio, and errBusy (a retriable error) when the budget
+// It fails with ErrTooLarge past max_batch_bytes, ErrRatio past
+// max_compression_ratio, and ErrBusy (wrapping context.DeadlineExceeded) when the budget
 // stays spent.
-func (c *codecs) decompress(ctx context.Context, dst []byte, k codec, src []byte) (out []byte, held int64, err error) {
-	if k == codecNone {
+func (c *Codecs) Decompress(ctx context.Context, dst []byte, k Codec, src []byte) (out []byte, held int64, err error) {
+	if k == Uncompressed {
 		return append(dst, src...), 0, nil
 	}
-	if k > codecZstd {
-		return dst, 0, errUnknownCodec
+	if k > Zstd {
+		return dst, 0, ErrUnknownCodec
 	}
-	limit, byRatio := c.limit(len(src))
+	limit, byRatio := c.Limit(len(src))
 	over := func() error { return c.overLimit(k, len(src), limit, byRatio) }
 
 	// What the decoder needs besides its output, and for snappy, whose
@@ -232,22 +238,22 @@ func (c *codecs) decompress(ctx context.Context, dst []byte, k codec, src []byte
 		frames []zstdFrame
 	)
 	switch k {
-	case codecGzip:
+	case Gzip:
 		state = gzipState
-	case codecLz4:
+	case LZ4:
 		block, err := lz4Frame(src)
 		if err != nil {
 			return dst, 0, err
 		}
 		state = 2 * block
-	case codecSnappy:
+	case Snappy:
 		if exact, err = snappyLen(src); err != nil {
 			return dst, 0, err
 		}
 		if exact > limit {
 			return dst, 0, over()
 		}
-	case codecZstd:
+	case Zstd:
 		// Kafka clients write one frame per batch: room for it here
 		// keeps the frame list off the heap.
 		var room [2]zstdFrame
@@ -269,34 +275,34 @@ func (c *codecs) decompress(ctx context.Context, dst []byte, k codec, src []byte
 	}
 	start := len(dst)
 	switch k {
-	case codecGzip:
+	case Gzip:
 		out, err = c.gunzip(dst, src, limit, over)
-	case codecLz4:
+	case LZ4:
 		r := c.lz4R.Get().(*lz4.Reader)
 		r.Reset(bytes.NewReader(src))
 		out, err = readAll(dst, r, limit, k, over)
 		r.Reset(nil)
 		c.lz4R.Put(r)
-	case codecSnappy:
-		if isXerial(src) {
+	case Snappy:
+		if IsXerial(src) {
 			out, err = c.unxerial(dst, src)
 		} else {
 			out, err = c.unsnappy(dst, src)
 		}
-	case codecZstd:
+	case Zstd:
 		out, err = c.unzstd(dst, frames, limit, over)
 	}
 	if err != nil {
-		c.release(reserve)
+		c.Release(reserve)
 		return dst[:start], 0, err
 	}
 	held = min(reserve, int64(len(out)-start))
-	c.release(reserve - held)
+	c.Release(reserve - held)
 	return out, held, nil
 }
 
 // acquire reserves n bytes of the budget, waiting up to c.wait.
-func (c *codecs) acquire(ctx context.Context, n int64) error {
+func (c *Codecs) acquire(ctx context.Context, n int64) error {
 	if c.budget.TryAcquire(n) {
 		return nil
 	}
@@ -308,24 +314,27 @@ func (c *codecs) acquire(ctx context.Context, n int64) error {
 		return nil
 	case errors.Is(err, membudget.ErrOverSize):
 		return fmt.Errorf("%w: with its decoder it needs %d bytes, more than the whole decompression_budget of %d: raise decompression_budget",
-			errTooLarge, n, c.budget.Size())
+			ErrTooLarge, n, c.budget.Size())
 	case ctx.Err() != nil:
 		return ctx.Err() // the connection ended
 	}
-	// Wrapping DeadlineExceeded makes it a retriable error for clients
-	// (errors.go): the same batch goes through once the budget frees up.
+	// Wrapping DeadlineExceeded lets filters answer with a retriable
+	// error: the same batch goes through once the budget frees up.
 	return fmt.Errorf("%w: waited %s for %d bytes of the %d-byte decompression_budget, which every connection shares: %w",
-		errBusy, c.wait, n, c.budget.Size(), context.DeadlineExceeded)
+		ErrBusy, c.wait, n, c.budget.Size(), context.DeadlineExceeded)
 }
 
-// release gives back bytes decompress held.
-func (c *codecs) release(n int64) { c.budget.Release(n) }
+// Release gives back bytes Decompress held.
+func (c *Codecs) Release(n int64) { c.budget.Release(n) }
 
-func (c *codecs) gunzip(dst, src []byte, limit int, over func() error) ([]byte, error) {
+// Budget is the budget the codecs draw on.
+func (c *Codecs) Budget() *membudget.Budget { return c.budget }
+
+func (c *Codecs) gunzip(dst, src []byte, limit int, over func() error) ([]byte, error) {
 	r := c.gzipR.Get().(*gzip.Reader)
 	defer c.gzipR.Put(r)
 	if err := r.Reset(bytes.NewReader(src)); err != nil {
-		return dst, fmt.Errorf("%w: gzip: %w", errCodec, err)
+		return dst, fmt.Errorf("%w: gzip: %w", ErrCodec, err)
 	}
 	// A gzip stream ends with its size (modulo 4 GiB): room for that,
 	// within the limit, saves growing the output as it is read. A false
@@ -335,13 +344,13 @@ func (c *codecs) gunzip(dst, src []byte, limit int, over func() error) ([]byte, 
 			dst = slices.Grow(dst, n+1)
 		}
 	}
-	return readAll(dst, r, limit, codecGzip, over)
+	return readAll(dst, r, limit, Gzip, over)
 }
 
 // readAll appends everything r yields to dst, failing with over() as soon
 // as that is more than limit bytes. The output grows by doubling up to one
 // byte past the limit, the byte that shows a batch is over it.
-func readAll(dst []byte, r io.Reader, limit int, k codec, over func() error) ([]byte, error) {
+func readAll(dst []byte, r io.Reader, limit int, k Codec, over func() error) ([]byte, error) {
 	start := len(dst)
 	end := start + limit + 1
 	for {
@@ -357,7 +366,7 @@ func readAll(dst []byte, r io.Reader, limit int, k codec, over func() error) ([]
 			return dst, nil
 		}
 		if err != nil {
-			return dst[:start], fmt.Errorf("%w: %s: %w", errCodec, k, err)
+			return dst[:start], fmt.Errorf("%w: %s: %w", ErrCodec, k, err)
 		}
 	}
 }
@@ -369,7 +378,7 @@ func readAll(dst []byte, r io.Reader, limit int, k codec, over func() error) ([]
 // says.
 func lz4Frame(src []byte) (block int, err error) {
 	const magic = 0x184D2204
-	bad := func(why string) error { return fmt.Errorf("%w: lz4: %s", errCodec, why) }
+	bad := func(why string) error { return fmt.Errorf("%w: lz4: %s", ErrCodec, why) }
 	if len(src) < 7 || binary.LittleEndian.Uint32(src) != magic {
 		return 0, bad("not an lz4 frame")
 	}
@@ -420,30 +429,30 @@ func lz4Frame(src []byte) (block int, err error) {
 // snappyLen is what a snappy payload decompresses to, in either framing,
 // from the sizes its blocks state; it checks the framing on the way.
 func snappyLen(src []byte) (int, error) {
-	if !isXerial(src) {
+	if !IsXerial(src) {
 		n, err := s2.DecodedLen(src)
 		if err != nil {
-			return 0, fmt.Errorf("%w: snappy: %w", errCodec, err)
+			return 0, fmt.Errorf("%w: snappy: %w", ErrCodec, err)
 		}
 		return n, nil
 	}
 	total := 0
 	for b := src[len(xerialHeader):]; len(b) > 0; {
 		if len(b) < 4 {
-			return 0, fmt.Errorf("%w: snappy: xerial block length cut short", errCodec)
+			return 0, fmt.Errorf("%w: snappy: xerial block length cut short", ErrCodec)
 		}
 		n := int64(binary.BigEndian.Uint32(b))
 		b = b[4:]
 		if n > int64(len(b)) {
-			return 0, fmt.Errorf("%w: snappy: xerial block of %d bytes overruns the data", errCodec, n)
+			return 0, fmt.Errorf("%w: snappy: xerial block of %d bytes overruns the data", ErrCodec, n)
 		}
 		if n > 0 {
 			l, err := s2.DecodedLen(b[:n])
 			if err != nil {
-				return 0, fmt.Errorf("%w: snappy: %w", errCodec, err)
+				return 0, fmt.Errorf("%w: snappy: %w", ErrCodec, err)
 			}
 			if total += l; total < 0 || total > math.MaxInt32 {
-				return 0, fmt.Errorf("%w: snappy: xerial blocks state more than 2 GiB", errCodec)
+				return 0, fmt.Errorf("%w: snappy: xerial blocks state more than 2 GiB", ErrCodec)
 			}
 		}
 		b = b[n:]
@@ -453,10 +462,10 @@ func snappyLen(src []byte) (int, error) {
 
 // unsnappy decodes a raw snappy block, whose stated size snappyLen has
 // checked against the limits.
-func (c *codecs) unsnappy(dst, src []byte) ([]byte, error) {
+func (c *Codecs) unsnappy(dst, src []byte) ([]byte, error) {
 	n, err := s2.DecodedLen(src)
 	if err != nil {
-		return dst, fmt.Errorf("%w: snappy: %w", errCodec, err)
+		return dst, fmt.Errorf("%w: snappy: %w", ErrCodec, err)
 	}
 	if n == 0 {
 		return dst, nil
@@ -464,17 +473,17 @@ func (c *codecs) unsnappy(dst, src []byte) ([]byte, error) {
 	dst, at := grow(dst, n)
 	out, err := s2.Decode(dst[at:], src)
 	if err != nil {
-		return dst[:at], fmt.Errorf("%w: snappy: %w", errCodec, err)
+		return dst[:at], fmt.Errorf("%w: snappy: %w", ErrCodec, err)
 	}
 	if len(out) != n || &out[0] != &dst[at] {
-		return dst[:at], fmt.Errorf("%w: snappy: block decodes to %d bytes, it declared %d", errCodec, len(out), n)
+		return dst[:at], fmt.Errorf("%w: snappy: block decodes to %d bytes, it declared %d", ErrCodec, len(out), n)
 	}
 	return dst, nil
 }
 
 // unxerial decodes xerial-framed snappy, whose framing and stated size
 // snappyLen has checked.
-func (c *codecs) unxerial(dst, src []byte) ([]byte, error) {
+func (c *Codecs) unxerial(dst, src []byte) ([]byte, error) {
 	start := len(dst)
 	src = src[len(xerialHeader):]
 	for len(src) > 0 {
@@ -509,11 +518,11 @@ func zstdFrames(frames []zstdFrame, src []byte, max int) ([]zstdFrame, error) {
 		var h zstd.Header
 		rest, err := h.DecodeAndStrip(src)
 		if err != nil {
-			return nil, fmt.Errorf("%w: zstd: %w", errCodec, err)
+			return nil, fmt.Errorf("%w: zstd: %w", ErrCodec, err)
 		}
 		if h.Skippable {
 			if int64(h.SkippableSize) > int64(len(rest)) {
-				return nil, fmt.Errorf("%w: zstd: skippable frame overruns the data", errCodec)
+				return nil, fmt.Errorf("%w: zstd: skippable frame overruns the data", ErrCodec)
 			}
 			src = rest[h.SkippableSize:]
 			continue
@@ -521,7 +530,7 @@ func zstdFrames(frames []zstdFrame, src []byte, max int) ([]zstdFrame, error) {
 		p := len(src) - len(rest)
 		for last := false; !last; {
 			if len(src)-p < 3 {
-				return nil, fmt.Errorf("%w: zstd: frame cut short", errCodec)
+				return nil, fmt.Errorf("%w: zstd: frame cut short", ErrCodec)
 			}
 			bh := int(src[p]) | int(src[p+1])<<8 | int(src[p+2])<<16
 			p += 3
@@ -531,30 +540,30 @@ func zstdFrames(frames []zstdFrame, src []byte, max int) ([]zstdFrame, error) {
 			case 1: // RLE: one byte, repeated
 				n = 1
 			case 3:
-				return nil, fmt.Errorf("%w: zstd: reserved block type", errCodec)
+				return nil, fmt.Errorf("%w: zstd: reserved block type", ErrCodec)
 			}
 			if n > len(src)-p {
-				return nil, fmt.Errorf("%w: zstd: block overruns the data", errCodec)
+				return nil, fmt.Errorf("%w: zstd: block overruns the data", ErrCodec)
 			}
 			p += n
 		}
 		if h.HasCheckSum {
 			if len(src)-p < 4 {
-				return nil, fmt.Errorf("%w: zstd: frame checksum cut short", errCodec)
+				return nil, fmt.Errorf("%w: zstd: frame checksum cut short", ErrCodec)
 			}
 			p += 4
 		}
 		f := zstdFrame{b: src[:p], size: -1}
 		if h.HasFCS {
 			if h.FrameContentSize > uint64(max) {
-				return nil, fmt.Errorf("%w: zstd: a frame states %d bytes", errTooLarge, h.FrameContentSize)
+				return nil, fmt.Errorf("%w: zstd: a frame states %d bytes", ErrTooLarge, h.FrameContentSize)
 			}
 			f.size = int(h.FrameContentSize)
 		}
 		if h.SingleSegment {
 			f.window = f.size
 		} else if h.WindowSize > uint64(max) {
-			return nil, fmt.Errorf("%w: zstd: a frame's window is %d bytes", errTooLarge, h.WindowSize)
+			return nil, fmt.Errorf("%w: zstd: a frame's window is %d bytes", ErrTooLarge, h.WindowSize)
 		} else {
 			f.window = int(h.WindowSize)
 		}
@@ -568,7 +577,7 @@ func zstdFrames(frames []zstdFrame, src []byte, max int) ([]zstdFrame, error) {
 // what is left of the limit first, then decoded straight into room made
 // for it; one that does not is streamed, with the limit checked as it
 // grows.
-func (c *codecs) unzstd(dst []byte, frames []zstdFrame, limit int, over func() error) ([]byte, error) {
+func (c *Codecs) unzstd(dst []byte, frames []zstdFrame, limit int, over func() error) ([]byte, error) {
 	start := len(dst)
 	for _, f := range frames {
 		left := limit - (len(dst) - start)
@@ -588,7 +597,7 @@ func (c *codecs) unzstd(dst []byte, frames []zstdFrame, limit int, over func() e
 	return dst, nil
 }
 
-func (c *codecs) zstdAll(dst []byte, f zstdFrame) ([]byte, error) {
+func (c *Codecs) zstdAll(dst []byte, f zstdFrame) ([]byte, error) {
 	_, dec, err := c.zstdCodec()
 	if err != nil {
 		return dst, err
@@ -600,14 +609,14 @@ func (c *codecs) zstdAll(dst []byte, f zstdFrame) ([]byte, error) {
 	out, err := dec.DecodeAll(f.b, dst)
 	switch {
 	case err != nil:
-		return dst[:at], fmt.Errorf("%w: zstd: %w", errCodec, err)
+		return dst[:at], fmt.Errorf("%w: zstd: %w", ErrCodec, err)
 	case len(out)-at != f.size:
-		return dst[:at], fmt.Errorf("%w: zstd: frame decodes to %d bytes, it stated %d", errCodec, len(out)-at, f.size)
+		return dst[:at], fmt.Errorf("%w: zstd: frame decodes to %d bytes, it stated %d", ErrCodec, len(out)-at, f.size)
 	}
 	return out, nil
 }
 
-func (c *codecs) zstdStreamed(dst []byte, f zstdFrame, limit int, over func() error) ([]byte, error) {
+func (c *Codecs) zstdStreamed(dst []byte, f zstdFrame, limit int, over func() error) ([]byte, error) {
 	var d *zstd.Decoder
 	select {
 	case d = <-c.zstdStream:
@@ -623,9 +632,9 @@ func (c *codecs) zstdStreamed(dst []byte, f zstdFrame, limit int, over func() er
 	}
 	if err := d.Reset(bytes.NewReader(f.b)); err != nil {
 		d.Close()
-		return dst, fmt.Errorf("%w: zstd: %w", errCodec, err)
+		return dst, fmt.Errorf("%w: zstd: %w", ErrCodec, err)
 	}
-	dst, err := readAll(dst, d, limit, codecZstd, over)
+	dst, err := readAll(dst, d, limit, Zstd, over)
 	_ = d.Reset(nil)
 	keep := false
 	if f.window <= zstdKeepWindow {
@@ -650,13 +659,13 @@ func (a *appender) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// compress appends src, compressed with k, to dst. xerial chooses the
+// Compress appends src, compressed with k, to dst. xerial chooses the
 // snappy framing.
-func (c *codecs) compress(dst []byte, k codec, src []byte, xerial bool) ([]byte, error) {
+func (c *Codecs) Compress(dst []byte, k Codec, src []byte, xerial bool) ([]byte, error) {
 	switch k {
-	case codecNone:
+	case Uncompressed:
 		return append(dst, src...), nil
-	case codecGzip:
+	case Gzip:
 		w := c.gzipW.Get().(*gzip.Writer)
 		defer c.gzipW.Put(w)
 		a := appender{b: dst}
@@ -669,7 +678,7 @@ func (c *codecs) compress(dst []byte, k codec, src []byte, xerial bool) ([]byte,
 		}
 		w.Reset(io.Discard) // let go of dst
 		return a.b, nil
-	case codecLz4:
+	case LZ4:
 		w := c.lz4W.Get().(*lz4.Writer)
 		defer c.lz4W.Put(w)
 		a := appender{b: dst}
@@ -682,7 +691,7 @@ func (c *codecs) compress(dst []byte, k codec, src []byte, xerial bool) ([]byte,
 		}
 		w.Reset(io.Discard) // let go of dst
 		return a.b, nil
-	case codecSnappy:
+	case Snappy:
 		if !xerial {
 			return appendSnappy(dst, src), nil
 		}
@@ -696,25 +705,37 @@ func (c *codecs) compress(dst []byte, k codec, src []byte, xerial bool) ([]byte,
 			src = src[n:]
 		}
 		return dst, nil
-	case codecZstd:
+	case Zstd:
 		enc, _, err := c.zstdCodec()
 		if err != nil {
 			return dst, err
 		}
 		return enc.EncodeAll(src, dst), nil
 	}
-	return dst, errUnknownCodec
+	return dst, ErrUnknownCodec
 }
 
-// compressBound is room enough for n bytes compressed with k when they do
+// CompressBound is room enough for n bytes compressed with k when they do
 // not compress, as ciphertext does not: every codec then stores them with
 // a small framing overhead, at most snappy's n/6 (its bound, which its
 // encoder also needs as working room).
-func compressBound(k codec, n int) int {
-	if k == codecSnappy {
+func CompressBound(k Codec, n int) int {
+	if k == Snappy {
 		return s2.MaxEncodedLen(n) + len(xerialHeader) + 4*(n/xerialBlock+1)
 	}
 	return n + n/128 + 256
+}
+
+// grow extends b by n bytes and returns it with the position of the new
+// bytes, whose contents are undefined.
+func grow(b []byte, n int) ([]byte, int) {
+	at := len(b)
+	if cap(b)-at < n {
+		nb := make([]byte, at, 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:at+n], at
 }
 
 // appendSnappy appends src as one raw snappy block.

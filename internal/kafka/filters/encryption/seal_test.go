@@ -199,7 +199,8 @@ func TestControlBatchUntouched(t *testing.T) {
 	o := defaultBatchOpts()
 	o.producerID, o.producerEpoch, o.transactional = 9, 1, true
 	ctrl := makeBatch(t, o, rec{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}}) // a commit marker
-	ctrl[22] |= 0x20                                                                       // the control bit of the attributes
+	// The control bit, in the low byte of the attributes.
+	ctrl[22] |= 0x20
 	recordbatch.Finish(ctrl, 0)
 	data := makeBatch(t, o, rec{value: []byte("secret")})
 	in := append(append([]byte(nil), ctrl...), data...)

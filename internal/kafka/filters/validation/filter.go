@@ -1,0 +1,237 @@
+// Package validation is the record-validation filter: it checks the records
+// of produce requests against per-topic rules — JSON syntax, a schema from
+// a registry or the config (Avro, Protobuf, JSON Schema, in the Confluent
+// wire format), nulls, empty payloads and sizes — and refuses a partition
+// whose batch holds an invalid record, as a broker refuses one, so that bad
+// data never reaches the topic. In warn mode it forwards such batches and
+// counts and logs them instead. docs/validation.md describes the rules and
+// every outcome.
+//
+// It never forwards a batch it could not check under a rule in reject
+// mode: a registry that cannot answer gets the producer a retriable error.
+// Valid batches go upstream exactly as the producer sent them.
+//
+// It imports the filter API, kafka/wire, kafka/recordbatch and the schema
+// layer; never the proxy, the CLI or the config package.
+package validation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kafka/wire"
+	"github.com/straitgw/strait/internal/schema"
+)
+
+// maxProduceVersion is the newest Produce this filter was written for; a
+// newer one could lay out topics or records differently, and is refused
+// rather than passed unchecked.
+const maxProduceVersion = 13
+
+// Filter is the record-validation filter. One value serves every connection
+// of a virtual cluster; it is safe for concurrent use.
+//
+// It is a prometheus.Collector of its metrics, which every
+// record-validation filter of the process shares (labelled by virtual
+// cluster): registering a second filter reports that its collector is
+// already registered, which the caller may ignore.
+type Filter struct {
+	rules         *ruleCache
+	reg           *schema.Registry // nil when no rule checks schemas
+	codecs        *recordbatch.Codecs
+	lookupTimeout time.Duration
+
+	// pending counts the error entries waiting, on all connections, to be
+	// added to Produce responses; while there are none, Produce responses
+	// stay on the byte-copy path.
+	pending atomic.Int64
+}
+
+// New returns the filter for cfg. It reads schema files and compiles the
+// schemas written in the config now, so that a broken one is an error at
+// start; it does not contact the registry.
+func New(cfg Config) (*Filter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rules, needSchemas := compileRules(cfg.Rules)
+	f := &Filter{
+		rules:         &ruleCache{rules: rules, m: map[string]*rule{}},
+		codecs:        cfg.Limits.Codecs(),
+		lookupTimeout: cfg.LookupTimeout,
+	}
+	if f.lookupTimeout == 0 {
+		f.lookupTimeout = DefaultLookupTimeout
+	}
+	if needSchemas || cfg.Registry != nil || len(cfg.Schemas) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		reg, err := schema.Open(ctx, cfg.Config)
+		if err != nil {
+			return nil, err
+		}
+		f.reg = reg
+	}
+	return f, nil
+}
+
+// Name implements filter.Filter.
+func (*Filter) Name() string { return TypeName }
+
+// Interest implements filter.Filter: every version of Produce requests, and
+// their responses, to which it adds the partitions it refused.
+func (*Filter) Interest() filter.Interest {
+	return filter.Interest{
+		Requests:  filter.Keys(wire.KeyProduce),
+		Responses: filter.Keys(wire.KeyProduce),
+	}
+}
+
+// WantsResponse implements filter.ResponseSkimmer: a Produce response needs
+// decoding only when a partition was taken out of its request, which is
+// rare.
+func (f *Filter) WantsResponse(int16, int16, []byte) bool { return f.pending.Load() > 0 }
+
+// OnRequest implements filter.RequestHandler.
+func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
+	if r, ok := req.Body.(*kmsg.ProduceRequest); ok {
+		f.onProduce(c, req, r)
+	}
+	return nil
+}
+
+// OnResponse implements filter.ResponseHandler.
+func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
+	if r, ok := resp.Body.(*kmsg.ProduceResponse); ok {
+		if fs := f.take(c, resp.Header.CorrelationID); len(fs) > 0 {
+			addFailures(r, fs)
+		}
+	}
+	return nil
+}
+
+// ctxOf is the context of a connection; a test may leave it unset.
+func ctxOf(c *filter.Context) context.Context {
+	if c.Ctx != nil {
+		return c.Ctx
+	}
+	return context.Background()
+}
+
+func logOf(c *filter.Context) *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.Default()
+}
+
+// failure is a partition the filter took out of a request, with the answer
+// its producer gets.
+type failure struct {
+	topic     string
+	topicID   [16]byte
+	partition int32
+	code      int16
+	msg       string
+	records   []kmsg.ProduceResponseTopicPartitionErrorRecord
+}
+
+// of reports whether fl is about the response topic named name (before
+// version 13) or with topic ID id (13 and later).
+func (fl *failure) of(version int16, name string, id [16]byte) bool {
+	if version >= 13 {
+		return id == fl.topicID
+	}
+	return name == fl.topic
+}
+
+// connState holds, per connection, the failures to add to responses, by
+// correlation id. Requests and responses run on different goroutines.
+type connState struct {
+	mu     sync.Mutex
+	byCorr map[int32][]failure
+}
+
+type stateKey struct{}
+
+// stateOf returns the connection's state, making it on first use (on the
+// request goroutine, the only one that adds to it).
+func (f *Filter) stateOf(c *filter.Context, create bool) *connState {
+	if st, ok := c.Value(stateKey{}).(*connState); ok || !create {
+		return st
+	}
+	st := &connState{byCorr: map[int32][]failure{}}
+	c.SetValue(stateKey{}, st)
+	if c.Ctx != nil {
+		// Failures whose responses never come (the connection ended)
+		// must not keep Produce responses off the fast path.
+		context.AfterFunc(c.Ctx, func() {
+			st.mu.Lock()
+			n := 0
+			for _, fs := range st.byCorr {
+				n += len(fs)
+			}
+			clear(st.byCorr)
+			st.mu.Unlock()
+			f.pending.Add(-int64(n))
+		})
+	}
+	return st
+}
+
+func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
+	st := f.stateOf(c, true)
+	st.mu.Lock()
+	st.byCorr[corr] = append(st.byCorr[corr], fs...)
+	st.mu.Unlock()
+	f.pending.Add(int64(len(fs)))
+}
+
+func (f *Filter) take(c *filter.Context, corr int32) []failure {
+	st := f.stateOf(c, false)
+	if st == nil {
+		return nil
+	}
+	st.mu.Lock()
+	fs, ok := st.byCorr[corr]
+	delete(st.byCorr, corr)
+	st.mu.Unlock()
+	if ok {
+		f.pending.Add(-int64(len(fs)))
+	}
+	return fs
+}
+
+// errVersion is a Produce version newer than this filter reads.
+var errVersion = errors.New("request version not supported by the record-validation filter")
+
+// errTopicID is a topic ID (Produce v13+) that did not resolve, so which
+// rule applies cannot be known.
+var errTopicID = errors.New("topic ID does not resolve to a name")
+
+// resolveTopic maps a topic ID to its name through the gateway.
+func resolveTopic(ctx context.Context, c *filter.Context, id [16]byte) (string, error) {
+	if c.Topics == nil {
+		return "", fmt.Errorf("%w: %x (no resolver)", errTopicID, id)
+	}
+	name, err := c.Topics.TopicName(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("%w: %x: %w", errTopicID, id, err)
+	}
+	return name, nil
+}
+
+var (
+	_ filter.RequestHandler  = (*Filter)(nil)
+	_ filter.ResponseHandler = (*Filter)(nil)
+	_ filter.ResponseSkimmer = (*Filter)(nil)
+)

@@ -1,0 +1,155 @@
+package validation
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/straitgw/strait/internal/schema"
+	"github.com/straitgw/strait/internal/schema/jsonschema"
+)
+
+// rule is a config rule made ready to check records.
+type rule struct {
+	index int
+	label string // the metric label: the rule's index
+	desc  string // how messages name it: rules[0] (orders*)
+	sel   *selector
+	warn  bool
+	key   *part // nil: keys are not checked
+	value *part // nil: values are not checked
+}
+
+// part is what one part of a record (its key or its value) must be.
+type part struct {
+	name       string // "key" or "value", as messages begin
+	isKey      bool
+	allowNull  bool
+	allowEmpty bool
+	maxBytes   int
+	json       bool // syntax only, no prefix
+	jsonOpts   jsonschema.SyntaxOptions
+	schema     *schema.Rule // nil: no schema check
+}
+
+func compileRules(cfg []Rule) ([]*rule, bool) {
+	out := make([]*rule, len(cfg))
+	needSchemas := false
+	for i, r := range cfg {
+		cr := &rule{
+			index: i,
+			label: strconv.Itoa(i),
+			desc:  fmt.Sprintf("rules[%d] (%s)", i, strings.Join(r.Topics, ", ")),
+			sel:   newSelector(r.Topics),
+			warn:  r.Mode == modeWarn,
+		}
+		if r.Key != nil {
+			cr.key = compilePart(r.Key, "key")
+		}
+		if r.Value != nil {
+			cr.value = compilePart(r.Value, "value")
+		}
+		needSchemas = needSchemas || r.Key != nil && r.Key.Schema != nil || r.Value != nil && r.Value.Schema != nil
+		out[i] = cr
+	}
+	return out, needSchemas
+}
+
+// compilePart turns a validated PartRule into a part.
+func compilePart(p *PartRule, name string) *part {
+	cp := &part{name: name, isKey: name == "key", allowNull: true, maxBytes: p.MaxBytes}
+	if p.AllowNull != nil {
+		cp.allowNull = *p.AllowNull
+	}
+	cp.allowEmpty = p.JSON == nil && p.Schema == nil
+	if p.AllowEmpty != nil {
+		cp.allowEmpty = *p.AllowEmpty
+	}
+	if p.JSON != nil {
+		cp.json, cp.jsonOpts = true, p.JSON.options()
+	}
+	if s := p.Schema; s != nil {
+		st, _ := schema.ParseStrategy(s.Strategy)
+		sr := &schema.Rule{Strategy: st, Subjects: s.Subjects, IDs: s.IDs, JSON: s.JSON.options()}
+		for _, f := range s.Formats {
+			pf, _ := parseFormat(f)
+			sr.Formats = append(sr.Formats, pf)
+		}
+		cp.schema = sr
+	}
+	return cp
+}
+
+// selector matches topic names against a rule's topics: exact names,
+// prefixes (a trailing * and no other pattern character) and globs.
+type selector struct {
+	exact    map[string]bool
+	prefixes []string
+	globs    []string
+}
+
+func newSelector(patterns []string) *selector {
+	s := &selector{exact: map[string]bool{}}
+	for _, p := range patterns {
+		switch {
+		case !strings.ContainsAny(p, `*?[\`):
+			s.exact[p] = true
+		case strings.HasSuffix(p, "*") && !strings.ContainsAny(p[:len(p)-1], `*?[\`):
+			s.prefixes = append(s.prefixes, p[:len(p)-1])
+		default:
+			s.globs = append(s.globs, p)
+		}
+	}
+	return s
+}
+
+func (s *selector) match(topic string) bool {
+	if s.exact[topic] {
+		return true
+	}
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(topic, p) {
+			return true
+		}
+	}
+	for _, g := range s.globs {
+		if ok, _ := path.Match(g, topic); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleCache maps topic names to their rule (nil for none). Names come
+// from clients, so it is bounded: when full it starts over.
+type ruleCache struct {
+	rules []*rule
+	mu    sync.RWMutex
+	m     map[string]*rule
+}
+
+const maxCachedTopics = 10000
+
+func (rc *ruleCache) get(topic string) *rule {
+	rc.mu.RLock()
+	r, ok := rc.m[topic]
+	rc.mu.RUnlock()
+	if ok {
+		return r
+	}
+	for _, cand := range rc.rules {
+		if cand.sel.match(topic) {
+			r = cand
+			break
+		}
+	}
+	rc.mu.Lock()
+	if len(rc.m) >= maxCachedTopics {
+		clear(rc.m)
+	}
+	rc.m[topic] = r
+	rc.mu.Unlock()
+	return r
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/straitgw/strait/internal/admin"
 	"github.com/straitgw/strait/internal/config"
 	"github.com/straitgw/strait/internal/kafka/filter"
@@ -103,6 +105,9 @@ func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error)
 func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *slog.Logger) (*gateway, error) {
 	reg := telemetry.NewRegistry()
 	km := telemetry.NewKafkaMetrics(reg)
+	if err := registerFilterMetrics(reg, filters); err != nil {
+		return nil, err
+	}
 	g := &gateway{log: log, drain: cfg.Shutdown.DrainTimeout}
 	if cfg.LLM != nil {
 		l, err := bindLLM(cfg.LLM, reg, log)
@@ -172,6 +177,26 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 		g.llm.serve()
 	}
 	return g, nil
+}
+
+// registerFilterMetrics puts the metrics of the filters that keep some (a
+// filter that is a prometheus.Collector) on the gateway's registry. Filters
+// of one type may share their metrics, labelled by virtual cluster: a
+// collector registered already is fine.
+func registerFilterMetrics(reg prometheus.Registerer, filters map[string][]filter.Filter) error {
+	for _, fs := range filters {
+		for _, f := range fs {
+			c, ok := f.(prometheus.Collector)
+			if !ok {
+				continue
+			}
+			var dup prometheus.AlreadyRegisteredError
+			if err := reg.Register(c); err != nil && !errors.As(err, &dup) {
+				return fmt.Errorf("filter %s: metrics: %w", f.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // listenError says which listener could not listen on addr and why, and

@@ -141,7 +141,7 @@ var gatewayBudget = newGatewayBudget()
 // little is live, at most once per reclaimEvery, so that a steady stream
 // of big batches does not pay for one each.
 const (
-	reclaimMin   = 64 << 20
+	reclaimMin   = 16 << 20
 	reclaimDelay = time.Second
 	reclaimEvery = 30 * time.Second
 )

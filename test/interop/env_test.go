@@ -61,6 +61,9 @@ type envConfig struct {
 	encrypt bool
 	// encConfig, when set, changes the encryption filter's config.
 	encConfig func(*encryption.Config)
+	// filters build more filters for the gateway, after encryption's,
+	// given the gateway's logger.
+	filters []func(log *slog.Logger) (filter.Filter, error)
 }
 
 type envOpt func(*envConfig)
@@ -77,6 +80,12 @@ func withEncryption() envOpt { return func(c *envConfig) { c.encrypt = true } }
 // by change (its KEK, say); the vault starts with the KEK interop-kek only.
 func withEncryptionConfig(change func(*encryption.Config)) envOpt {
 	return func(c *envConfig) { c.encrypt, c.encConfig = true, change }
+}
+
+// withFilter adds the filter build makes (given the gateway's logger, so
+// what it logs is kept with the gateway's log) to the gateway's chain.
+func withFilter(build func(log *slog.Logger) (filter.Filter, error)) envOpt {
+	return func(c *envConfig) { c.filters = append(c.filters, build) }
 }
 
 // startEnv starts kfake and a gateway in front of it; both stop when the
@@ -144,6 +153,15 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		e.vaultDir, e.keys = dir, v
 	}
 
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	for _, build := range cfg.filters {
+		f, err := build(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filters = append(filters, f)
+	}
+
 	reg := prometheus.NewRegistry()
 	metrics := telemetry.NewKafkaMetrics(reg)
 	base := testkit.PortBlock(t, nodePorts+1)
@@ -154,7 +172,7 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		NodePortEnd:   base + nodePorts,
 		TLS:           serverTLS,
 		Target:        proxy.Target{Bootstrap: b.ListenAddrs()},
-		Log:           slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Log:           log,
 		Metrics:       metrics,
 		Filters:       filters,
 	})

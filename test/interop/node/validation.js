@@ -15,7 +15,8 @@
 // registry never gave out (F/unknown-id) and the bad payload behind a valid
 // prefix (F/mismatch); for Protobuf also its own records with the message
 // index [0] added (PROTOBUF/valid-indexed), as Confluent's wire format has
-// it and this package does not write. Then a JSON order with no prefix
+// it and this package does not write (its other-subject record gets the
+// index too). Then a JSON order with no prefix
 // (no-prefix) and the two events. Each record is sent on its own, and the
 // script prints one JSON object on stdout:
 //
@@ -96,14 +97,15 @@ async function main () {
     const encoded = []
     for (const v of f.values) encoded.push(await registry.encode(id, v))
     for (const buf of encoded) await send(`${format}/valid`, f.topic, buf)
+    // Confluent's wire format puts the message indexes between the schema
+    // id and a Protobuf message; [0] is the single byte 0. The package
+    // writes none.
+    const indexed = (buf) => format === SchemaType.PROTOBUF ? Buffer.concat([buf.subarray(0, 5), Buffer.from([0]), buf.subarray(5)]) : buf
     if (format === SchemaType.PROTOBUF) {
-      // Confluent's wire format puts the message indexes between the
-      // schema id and the message; [0] is the single byte 0.
-      for (const buf of encoded) {
-        await send(`${format}/valid-indexed`, f.topic, Buffer.concat([buf.subarray(0, 5), Buffer.from([0]), buf.subarray(5)]))
-      }
+      for (const buf of encoded) await send(`${format}/valid-indexed`, f.topic, indexed(buf))
     }
-    await send(`${format}/other-subject`, f.topic, await registry.encode(other.id, f.other_value))
+    // Indexed, so that the gateway gets as far as the schema id's subject.
+    await send(`${format}/other-subject`, f.topic, indexed(await registry.encode(other.id, f.other_value)))
     await send(`${format}/unknown-id`, f.topic, withID(encoded[0], spec.unknown_id))
     const index = format === SchemaType.PROTOBUF ? Buffer.from([0]) : Buffer.alloc(0)
     await send(`${format}/mismatch`, f.topic, Buffer.concat([prefix(id), index, Buffer.from(f.bad_body, 'base64')]))

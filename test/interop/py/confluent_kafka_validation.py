@@ -13,7 +13,8 @@ classes from; and an events topic with a JSON value and a broken one.
 For each format the script produces the values with the format's serializer
 through a SerializingProducer (case F/valid, registering the schema under
 the topic-name subject), a record the serializer makes with the other schema
-registered under the other subject (F/other-subject), one of its records
+registered under the other subject (F/other-subject), for Protobuf a record
+of the file's second message (PROTOBUF/second-message), one of its records
 with a schema id the registry never gave out (F/unknown-id) and the bad
 payload behind a valid prefix (F/mismatch). Then a JSON order with no prefix
 (no-prefix) and the two events.
@@ -61,9 +62,10 @@ def describe_exc(e):
     return "%s: %s" % (type(e).__name__, e)
 
 
-def message_class(descriptor, name):
+def message_classes(descriptor):
+    """The message classes of a compiled .proto file, by full name."""
     fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(descriptor))
-    return message_factory.GetMessages([fdp])[name]
+    return message_factory.GetMessages([fdp])
 
 
 def main():
@@ -158,8 +160,9 @@ def main():
     f = spec["formats"].get("PROTOBUF")
     if f:
         topic = f["topic"]
-        cls = message_class(f["descriptor"], f["message"])
-        other_cls = message_class(f["other_descriptor"], f["other_message"])
+        classes = message_classes(f["descriptor"])
+        cls, second_cls = classes[f["message"]], classes[f["second_message"]]
+        other_cls = message_classes(f["other_descriptor"])[f["other_message"]]
         # The serializer's own registration, as a user would run it.
         send_serialized("PROTOBUF/register", topic, ProtobufSerializer(cls, registry),
                         json_format.ParseDict(f["values"][0], cls()))
@@ -172,6 +175,8 @@ def main():
         other = proto_text_serializer(other_cls, f["other_schema"], {
             "auto.register.schemas": False, "subject.name.strategy": other_subject(f)})
         send_serialized("PROTOBUF/other-subject", topic, other, json_format.ParseDict(f["other_value"], other_cls()))
+        second = proto_text_serializer(second_cls, f["schema"], {"auto.register.schemas": False})
+        send_serialized("PROTOBUF/second-message", topic, second, json_format.ParseDict(f["second_value"], second_cls()))
 
     for fmt in ("JSON", "PROTOBUF"):
         f = spec["formats"].get(fmt)

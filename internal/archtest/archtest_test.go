@@ -42,6 +42,11 @@ var rules = []rule{
 		future: true,
 	},
 	{
+		name: "membudget is a byte budget and imports nothing of ours",
+		pkgs: []string{"internal/kafka/membudget"},
+		only: nothing,
+	},
+	{
 		name: "kms is the key-management interface and imports nothing of ours",
 		pkgs: []string{"internal/kms"},
 		only: nothing,

@@ -1,0 +1,5 @@
+//go:build !race
+
+package encryption
+
+const raceEnabled = false

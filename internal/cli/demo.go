@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/straitgw/strait/internal/devbroker"
+	"github.com/straitgw/strait/internal/devregistry"
 	"github.com/straitgw/strait/internal/kms/vault"
 	"github.com/straitgw/strait/internal/mockllm"
 	"github.com/straitgw/strait/internal/telemetry"
@@ -42,6 +45,18 @@ virtual_clusters:
           topics: ["secure-*"]
           kek: demo-kek
           encrypt_headers: true
+      # Topics named events* take valid JSON only; orders* take records in
+      # the Confluent wire format whose schema is registered under
+      # <topic>-value in the demo registry, and that match it
+      # (docs/validation.md).
+      - type: record-validation
+        config:
+          registry: {url: "%[7]s"}
+          rules:
+            - topics: ["orders*"]
+              value: {schema: {strategy: topic-name}}
+            - topics: ["events*"]
+              value: {json: {}}
 llm:
   listeners:
     - {listen: %[4]s, protocols: [http1, h2c]}
@@ -67,6 +82,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	adminListen := fs.String("admin", "127.0.0.1:9190", "the admin listener (/metrics, /healthz, /readyz)")
 	llmListen := fs.String("llm-listen", "127.0.0.1:8080", "the LLM gateway's listener (HTTP/1.1 and h2c)")
 	mockListen := fs.String("mock-listen", "127.0.0.1:8000", "the mock LLM provider behind the LLM gateway (both dialects)")
+	registryListen := fs.String("registry-listen", devregistry.DefaultListen, "the development schema registry (Confluent REST API)")
 	logLevel := fs.String("log-level", "warn", "gateway log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,6 +99,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("development cluster: %w (pick other ports with --broker-listen)", err)
 	}
 	defer broker.Close()
+
+	reg, err := devregistry.Start(devregistry.Options{Listen: *registryListen})
+	if err != nil {
+		return fmt.Errorf("development schema registry: %w (pick another port with --registry-listen)", err)
+	}
+	defer reg.Close()
 
 	mock := mockllm.New(mockllm.Options{Latency: 300 * time.Millisecond, Deltas: 5})
 	mockURL, err := mock.Start(*mockListen)
@@ -110,7 +132,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		quoted += strconv.Quote(a)
 	}
-	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"), vaultDir)
+	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"), vaultDir, reg.URL())
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		return err
 	}
@@ -132,6 +154,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  development cluster: %d brokers at %v\n", len(broker.Addrs()), broker.Addrs())
 	fmt.Fprintf(stdout, "  gateway bootstrap:   %s (brokers appear as %s:%d-%d)\n", *listen, vc.AdvertisedHost(), first, last)
 	fmt.Fprintf(stdout, "  LLM gateway:         http://%s (OpenAI and Anthropic APIs; gpt-* and claude-* go to a mock provider at %s)\n", *llmListen, mockURL)
+	fmt.Fprintf(stdout, "  schema registry:     %s (record validation of orders* and events*)\n", reg.URL())
 	fmt.Fprintf(stdout, "  admin:               http://%s/metrics  /healthz  /readyz\n", *adminListen)
 	fmt.Fprintf(stdout, "  config:              %s\n\n", cfgPath)
 
@@ -145,6 +168,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stdout, "Encryption self-check: a record produced to \"secure-demo\" reads back as plaintext through the gateway and as ciphertext from the broker.\n")
 	}
+	if err := validationSelfCheck(ctx, *listen); err != nil {
+		fmt.Fprintf(stdout, "Validation self-check FAILED: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "Validation self-check: a JSON record to \"events-demo\" went through; a broken one was refused with INVALID_RECORD.\n")
+	}
 	if err := llmSelfCheck(ctx, "http://"+*llmListen); err != nil {
 		fmt.Fprintf(stdout, "LLM self-check FAILED: %v\n\n", err)
 	} else {
@@ -157,6 +185,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  echo 'k1:card 4111-1111-1111-1111' | kcat -b %s -t secure-orders -P -K:\n", *listen)
 	fmt.Fprintf(stdout, "  kcat -b %s -t secure-orders -C -e              # through Strait: plaintext\n", *listen)
 	fmt.Fprintf(stdout, "  kcat -b %s -t secure-orders -C -e              # the broker itself: ciphertext\n", broker.Addrs()[0])
+	fmt.Fprintf(stdout, "  echo '{\"ok\":true}' | kcat -b %s -t events-demo -P     # valid JSON: accepted\n", *listen)
+	fmt.Fprintf(stdout, "  echo '{broken' | kcat -b %s -t events-demo -P          # refused: Broker: Broker failed to validate record\n", *listen)
 	fmt.Fprintf(stdout, "  curl -s http://%s/metrics | grep strait_kafka_requests_total\n", *adminListen)
 	fmt.Fprintf(stdout, "  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
 	fmt.Fprintf(stdout, "       -d '{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
@@ -197,6 +227,28 @@ func selfCheck(ctx context.Context, bootstrap string) error {
 				seen++
 			}
 		})
+	}
+	return nil
+}
+
+// validationSelfCheck produces a valid and a broken JSON record to a topic
+// whose values must be JSON: the first must land, the second must be
+// refused with INVALID_RECORD.
+func validationSelfCheck(ctx context.Context, gateway string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(gateway), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	const topic = "events-demo"
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(`{"self_check":true}`)}).FirstErr(); err != nil {
+		return fmt.Errorf("a valid JSON record was not accepted: %w", err)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(`{broken`)}).FirstErr()
+	if !errors.Is(err, kerr.InvalidRecord) {
+		return fmt.Errorf("a broken JSON record: got %v, want INVALID_RECORD", err)
 	}
 	return nil
 }

@@ -160,9 +160,9 @@ func TestDemo(t *testing.T) {
 		nodeRange := testkit.Range{Lo: listen + 1, Hi: listen + 1000}
 		brokerPort = testkit.PortBlock(t, 3, nodeRange)
 		adminPort = testkit.PortBlock(t, 1, nodeRange)
-		llmPort = testkit.PortBlock(t, 2, nodeRange) // the LLM gateway and its mock provider
+		llmPort = testkit.PortBlock(t, 3, nodeRange) // the LLM gateway, its mock provider and the schema registry
 		p := startStrait(t, "demo", "--listen", addr(listen), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort),
-			"--llm-listen", addr(llmPort), "--mock-listen", addr(llmPort+1))
+			"--llm-listen", addr(llmPort), "--mock-listen", addr(llmPort+1), "--registry-listen", addr(llmPort+2))
 		// The self-check may take up to 15s.
 		return p, p.printed(p.stdout, "Press Ctrl-C to stop.", 30*time.Second)
 	})
@@ -172,6 +172,8 @@ func TestDemo(t *testing.T) {
 		"Self-check: produced 3 records",
 		"LLM self-check: an OpenAI-dialect request for claude-sonnet-4-5 was translated",
 		"Encryption self-check: a record produced to \"secure-demo\" reads back as plaintext",
+		"Validation self-check: a JSON record to \"events-demo\" went through; a broken one was refused with INVALID_RECORD.",
+		"schema registry:     http://" + addr(llmPort+2),
 		"curl -s http://" + addr(llmPort) + "/v1/chat/completions",
 		"kcat -b " + addr(listen) + " -L",
 		"kcat -b " + addr(listen) + " -t demo -P -K:",

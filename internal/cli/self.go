@@ -13,8 +13,8 @@ var selfCommand = sync.OnceValue(func() string { return invokedAs(os.Args[0]) })
 
 // invokedAs turns the program name strait was started with into a command
 // that starts it again from the same directory. Under `go run` that name is
-// a binary in the go command's temporary build directory, which is deleted
-// when strait exits, so the command is `go run ./cmd/strait` (run from the
+// a binary in the go command's temporary build directory or its build
+// cache, so the command is `go run ./cmd/strait` (run from the
 // module root, as the README does). Otherwise it is the name as typed:
 // "strait" when the shell found it on the PATH, "./strait" or a full path
 // when it was given one.
@@ -24,7 +24,11 @@ func invokedAs(argv0 string) string {
 	}
 	slashed := filepath.ToSlash(argv0)
 	dir := filepath.ToSlash(filepath.Dir(argv0))
-	if strings.Contains(slashed, "/go-build") && strings.HasSuffix(dir, "/exe") {
+	// Before Go 1.24 `go run` built into $TMPDIR/go-buildNNN/bNNN/exe/;
+	// since then it keeps the binary in the build cache,
+	// $GOCACHE/xx/<hash>-d/strait, where it outlives the run but is not
+	// a command anyone would type.
+	if strings.Contains(slashed, "/go-build") && (strings.HasSuffix(dir, "/exe") || strings.HasSuffix(dir, "-d") && strings.Contains(slashed, "/go-build/")) {
 		return "go run ./cmd/strait"
 	}
 	return shellQuote(argv0)

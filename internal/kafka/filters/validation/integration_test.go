@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,41 +357,51 @@ func TestGatewayIdempotentProducerContinues(t *testing.T) {
 	}
 }
 
-// A transactional producer whose batch is refused must abort the
-// transaction, as after a broker's refusal; it then goes on with new
-// transactions, and a read_committed consumer sees only committed records.
+// A transactional producer whose batch is refused goes on with its
+// transactions, and a read_committed consumer never sees a record of the
+// refused batch: whether the application then aborts (as the Java producer
+// requires after a failed send) or commits what was written (franz-go lets
+// it).
 func TestGatewayTransactionalProducer(t *testing.T) {
-	x := newGatewayFixture(t, 1, "events-tx")
-	cl := client(t, []string{x.gw}, kgo.TransactionalID("strait-validation-test"))
+	x := newGatewayFixture(t, 2, "events-tx")
+	cl := client(t, []string{x.gw}, kgo.TransactionalID("strait-validation-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec := func(v string) *kgo.Record { return &kgo.Record{Topic: "events-tx", Value: []byte(v)} }
-	txn := func(commit bool, rs ...*kgo.Record) error {
+	rec := func(p int32, v string) *kgo.Record {
+		return &kgo.Record{Topic: "events-tx", Partition: p, Value: []byte(v)}
+	}
+	txn := func(end kgo.TransactionEndTry, rs ...*kgo.Record) error {
 		if err := cl.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
 		perr := cl.ProduceSync(ctx, rs...).FirstErr()
-		end := kgo.TryCommit
-		if !commit || perr != nil {
-			end = kgo.TryAbort
-		}
-		if err := cl.EndTransaction(ctx, end); err != nil {
-			t.Fatalf("ending the transaction: %v", err)
+		if err := cl.EndTransaction(ctx, end); err != nil && end == kgo.TryAbort {
+			t.Fatalf("aborting: %v", err)
 		}
 		return perr
 	}
-	if err := txn(true, rec(`1`)); err != nil {
+	if err := txn(kgo.TryCommit, rec(0, `1`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := txn(true, rec(`"lost with the abort"`), rec(`nope`)); !errors.Is(err, kerr.InvalidRecord) {
+	if err := txn(kgo.TryAbort, rec(0, `"aborted"`), rec(0, `nope`)); !errors.Is(err, kerr.InvalidRecord) {
 		t.Fatalf("invalid record in a transaction: err %v, want INVALID_RECORD", err)
 	}
-	if err := txn(true, rec(`2`)); err != nil {
+	// Committed regardless: partition 1's record is written and
+	// committed, partition 0's refused batch is not.
+	if err := txn(kgo.TryCommit, rec(0, `"refused with its batch"`), rec(0, `nope`), rec(1, `2`)); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("invalid record in a transaction: err %v, want INVALID_RECORD", err)
+	}
+	if err := txn(kgo.TryCommit, rec(0, `3`)); err != nil {
 		t.Fatalf("the next transaction: %v", err)
 	}
-	got := stored(t, x.broker, "events-tx", 2, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if string(got[0].Value) != "1" || string(got[1].Value) != "2" {
-		t.Errorf("committed %q, %q; want 1, 2", got[0].Value, got[1].Value)
+	got := stored(t, x.broker, "events-tx", 3, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var values []string
+	for _, r := range got {
+		values = append(values, fmt.Sprintf("%d:%s", r.Partition, r.Value))
+	}
+	slices.Sort(values)
+	if fmt.Sprint(values) != "[0:1 0:3 1:2]" {
+		t.Errorf("committed %v, want [0:1 0:3 1:2]", values)
 	}
 }
 

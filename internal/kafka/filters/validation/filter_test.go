@@ -24,7 +24,7 @@ type fixture struct {
 	reg                                      *testRegistry
 	f                                        *Filter
 	avroID, protoID, jsonID, otherID, mixedJ int
-	recordNameID                             int
+	recordNameID, keyID                      int
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -36,6 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	x.otherID = x.reg.register(t, "other-value", sr.TypeAvro, `{"type": "record", "name": "Other", "fields": [{"name": "x", "type": "long"}]}`)
 	x.mixedJ = x.reg.register(t, "mixed-value", sr.TypeJSON, jsonOrder)
 	x.recordNameID = x.reg.register(t, "shop.Order", sr.TypeAvro, avroOrder)
+	x.keyID = x.reg.register(t, "keyed-key", sr.TypeAvro, `"string"`)
 	cfg := Config{Rules: []Rule{
 		{Topics: []string{"orders"}, Key: &PartRule{JSON: &JSONRule{DuplicateKeys: "reject"}}, Value: &PartRule{Schema: &SchemaRule{Strategy: "topic-name"}}},
 		{Topics: []string{"orders-proto"}, Value: &PartRule{Schema: &SchemaRule{}}},
@@ -48,6 +49,7 @@ func newFixture(t *testing.T) *fixture {
 		{Topics: []string{"watch"}, Mode: "warn", Value: &PartRule{JSON: &JSONRule{}}},
 		{Topics: []string{"empty-ok"}, Value: &PartRule{JSON: &JSONRule{}, AllowEmpty: ptr(true)}},
 		{Topics: []string{"rn"}, Value: &PartRule{Schema: &SchemaRule{Strategy: "record-name"}}},
+		{Topics: []string{"keyed"}, Key: &PartRule{Schema: &SchemaRule{}}},
 	}}
 	cfg.Registry = &schema.RegistryConfig{URL: x.reg.url}
 	x.f = newFilter(t, cfg)
@@ -81,6 +83,10 @@ func TestRecordOutcomes(t *testing.T) {
 		{name: "empty allowed", topic: "empty-ok", r: rec{value: []byte{}}},
 		{name: "record-name strategy", topic: "rn", r: rec{value: prefixed(x.recordNameID, nil, avroBody(t, "o-1", 5))}},
 		{name: "ids", topic: "ids", r: rec{value: avroOK}},
+		{name: "key schema", topic: "keyed", r: rec{key: prefixed(x.keyID, nil, []byte{6, 'a', 'b', 'c'}), value: []byte("values are not checked")}},
+		{name: "key schema of another subject", topic: "keyed", r: rec{key: avroOK}, code: kerr.InvalidRecord, rule: "rules[11] (keyed)",
+			reason: fmt.Sprintf("key: schema id %d is not registered for subject keyed-key", x.avroID)},
+		{name: "null key under a key schema", topic: "keyed", r: rec{value: []byte("v")}},
 
 		{name: "no prefix", topic: "orders", r: rec{value: []byte(`{"id":"o-1"}`)}, code: kerr.InvalidRecord, rule: "rules[0] (orders)",
 			reason: "value: payload does not carry a schema id: first byte is 0x7b, want 0x00"},
@@ -102,7 +108,7 @@ func TestRecordOutcomes(t *testing.T) {
 			reason: "value: is null, and the rule has allow_null: false"},
 		{name: "format not allowed", topic: "mixed", r: rec{value: prefixed(x.mixedJ, nil, []byte(`{"id":"o","amount":1}`))}, code: kerr.InvalidRecord, rule: "rules[5] (mixed)",
 			reason: fmt.Sprintf("value: schema id %d is JSON, and the rule allows only AVRO", x.mixedJ)},
-		{name: "id not allowed", topic: "ids", r: rec{value: prefixed(x.otherID, nil, []byte{2})}, code: kerr.InvalidRecord, rule: fmt.Sprintf("rules[6] (ids)"),
+		{name: "id not allowed", topic: "ids", r: rec{value: prefixed(x.otherID, nil, []byte{2})}, code: kerr.InvalidRecord, rule: "rules[6] (ids)",
 			reason: fmt.Sprintf("value: schema id %d is not one of the allowed ids", x.otherID)},
 		{name: "record-name other subject", topic: "rn", r: rec{value: prefixed(x.otherID, nil, []byte{2})}, code: kerr.InvalidRecord, rule: "rules[10] (rn)",
 			reason: fmt.Sprintf("value: schema id %d is not registered for subject Other", x.otherID)},

@@ -25,17 +25,17 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 	}
 	var (
 		failed []failure
-		ctx    context.Context
+		lookup context.Context
 		cancel context.CancelFunc
 	)
-	// One deadline for every lookup of the request, made only once a
-	// rule applies: most produce requests to unselected topics pay for
-	// no timer.
+	// One deadline for every registry lookup of the request, made only
+	// once a rule that checks schemas applies: other requests pay for no
+	// timer.
 	lookupCtx := func() context.Context {
-		if ctx == nil {
-			ctx, cancel = context.WithTimeout(ctxOf(c), f.lookupTimeout)
+		if lookup == nil {
+			lookup, cancel = context.WithTimeout(ctxOf(c), f.lookupTimeout)
 		}
-		return ctx
+		return lookup
 	}
 	defer func() {
 		if cancel != nil {
@@ -65,9 +65,13 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 			topics = append(topics, t)
 			continue
 		}
+		ctx := ctxOf(c)
+		if ru.schemas {
+			ctx = lookupCtx()
+		}
 		parts := t.Partitions[:0]
 		for _, p := range t.Partitions {
-			v := f.checkPartition(lookupCtx(), name, ru, p.Records)
+			v := f.checkPartition(ctx, name, ru, p.Records)
 			refuse := f.account(c, name, p.Partition, ru, &v)
 			if !refuse {
 				parts = append(parts, p)

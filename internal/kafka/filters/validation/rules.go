@@ -20,6 +20,9 @@ type rule struct {
 	warn  bool
 	key   *part // nil: keys are not checked
 	value *part // nil: values are not checked
+	// schemas: a part checks schemas, so checking may wait for the
+	// registry.
+	schemas bool
 }
 
 // part is what one part of a record (its key or its value) must be.
@@ -51,7 +54,8 @@ func compileRules(cfg []Rule) ([]*rule, bool) {
 		if r.Value != nil {
 			cr.value = compilePart(r.Value, "value")
 		}
-		needSchemas = needSchemas || r.Key != nil && r.Key.Schema != nil || r.Value != nil && r.Value.Schema != nil
+		cr.schemas = r.Key != nil && r.Key.Schema != nil || r.Value != nil && r.Value.Schema != nil
+		needSchemas = needSchemas || cr.schemas
 		out[i] = cr
 	}
 	return out, needSchemas

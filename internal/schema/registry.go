@@ -273,21 +273,37 @@ func (r *Registry) registered(ctx context.Context, id int, match func(string) bo
 			}
 			return true, nil
 		}
-		if now.Sub(e.fetched) < r.opts.NotFoundTTL {
+		// A no is asked again after a second, not only after NotFoundTTL:
+		// registries give an identical schema one id across subjects, so
+		// an id cached with its subjects may since have been registered
+		// under this one, and a producer that just registered it must not
+		// be refused for long. Asking at most once a second per id keeps
+		// a flood of bad records from becoming a flood of lookups.
+		if now.Sub(e.fetched) < min(r.opts.NotFoundTTL, recheckNo) {
 			return false, nil
 		}
 	}
 	key := "ids:" + strconv.Itoa(id)
 	if err := r.negative(key); err != nil {
+		if e != nil && now.Sub(e.fetched) < r.opts.NotFoundTTL {
+			return false, nil // the registry cannot confirm; keep the cached answer
+		}
 		return false, err
 	}
 	v, err := r.fetch(ctx, key, func(ctx context.Context) (any, error) { return r.fetchSubjects(ctx, id) })
 	if err != nil {
 		r.remember(key, err)
+		if e != nil && now.Sub(e.fetched) < r.opts.NotFoundTTL && errors.Is(err, ErrUnavailable) {
+			return false, nil
+		}
 		return false, err
 	}
 	return v.(*subjectsEntry).has(match), nil
 }
+
+// recheckNo is how soon a cached "not registered under this subject" is
+// asked again (see registered).
+const recheckNo = time.Second
 
 func (e *subjectsEntry) has(match func(string) bool) bool {
 	for _, sv := range e.list {

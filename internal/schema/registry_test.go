@@ -412,12 +412,25 @@ func TestRegisteredRefresh(t *testing.T) {
 	if n := f.count("/schemas/ids/1/versions"); n != 1 {
 		t.Errorf("%d requests, want 1: a no within the TTL comes from the cache", n)
 	}
-	// Registered under b now; seen once the negative answer is old.
+	// Registered under b now (the same schema, so the same id): a no is
+	// asked again after a second, so a producer that just registered it
+	// is not refused for the whole TTL.
 	f.register("b", fakeSchema{Schema: schemas.Avro})
-	clk.advance(DefaultNotFoundTTL + time.Second)
+	clk.advance(recheckNo)
 	if ok, err := r.Registered(ctx, id, "b"); !ok || err != nil {
-		t.Errorf("Registered(b) after registering = %v, %v", ok, err)
+		t.Errorf("Registered(b) a second after registering = %v, %v", ok, err)
 	}
+	if n := f.count("/schemas/ids/1/versions"); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+	// Within the TTL but past the recheck, an outage keeps the cached no.
+	f.down.Store(true)
+	clk.advance(recheckNo)
+	if ok, err := r.Registered(ctx, id, "d"); ok || err != nil {
+		t.Errorf("Registered(d) during an outage within the TTL = %v, %v; want the cached no", ok, err)
+	}
+	f.down.Store(false)
+	clk.advance(DefaultNotFoundTTL + time.Second)
 	// The registry down, a no that the cache cannot confirm is unknown.
 	f.down.Store(true)
 	clk.advance(DefaultNotFoundTTL + time.Second)

@@ -93,6 +93,25 @@ func Magic(batch []byte) byte { return batch[offMagic] }
 
 // Check validates a magic 2 batch's header and CRC.
 func Check(batch []byte) error {
+	if err := CheckHeader(batch); err != nil {
+		return err
+	}
+	return CheckCRC(batch)
+}
+
+// CheckCRC reports ErrBadCRC if the batch's CRC-32C does not match its
+// contents. The batch must have passed CheckHeader.
+func CheckCRC(batch []byte) error {
+	if crc32.Checksum(batch[offAttributes:], castagnoli) != binary.BigEndian.Uint32(batch[offCRC:]) {
+		return ErrBadCRC
+	}
+	return nil
+}
+
+// CheckHeader validates a magic 2 batch's header but not its CRC: for a
+// filter that forwards the batch unchanged, whose CRC the broker checks, and
+// that needs the CRC only to tell corruption from a bad record.
+func CheckHeader(batch []byte) error {
 	if Magic(batch) != 2 {
 		if Magic(batch) < 2 {
 			return ErrOldFormat
@@ -101,9 +120,6 @@ func Check(batch []byte) error {
 	}
 	if len(batch) < HeaderLen {
 		return fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrBadBatch, len(batch))
-	}
-	if crc32.Checksum(batch[offAttributes:], castagnoli) != binary.BigEndian.Uint32(batch[offCRC:]) {
-		return ErrBadCRC
 	}
 	if binary.BigEndian.Uint32(batch[offCount:]) > math.MaxInt32 {
 		return fmt.Errorf("%w: negative record count", ErrBadBatch)

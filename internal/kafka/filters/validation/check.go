@@ -88,14 +88,26 @@ func (c *checker) run(records []byte) {
 			return
 		}
 		rest = next
-		if err := recordbatch.Check(batch); err != nil {
+		// The CRC is checked only when a batch fails: a batch that passes
+		// goes to the broker as sent, and the broker checks its CRC, so the
+		// good path does not pay for it twice (about a tenth of the
+		// filter's CPU); a failing batch whose CRC is wrong was damaged on
+		// the way, which the producer retries (CORRUPT_MESSAGE), rather
+		// than a bad record, which it must not (INVALID_RECORD).
+		if err := recordbatch.CheckHeader(batch); err != nil {
 			c.batchErr = err
 			return
 		}
 		if recordbatch.IsControl(batch) {
 			continue // a transaction marker: no data to check
 		}
-		if !c.batch(batch) {
+		invalid := c.v.invalid
+		ok := c.batch(batch)
+		if (!ok || c.v.invalid > invalid) && recordbatch.CheckCRC(batch) != nil {
+			c.batchErr = recordbatch.ErrBadCRC
+			return
+		}
+		if !ok {
 			return
 		}
 	}

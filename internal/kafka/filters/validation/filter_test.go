@@ -230,7 +230,9 @@ func TestEveryInvalidRecordListed(t *testing.T) {
 func TestUnreadableBatches(t *testing.T) {
 	x := newFixture(t)
 	good := makeBatch(t, recordbatch.Uncompressed, 0, rec{value: []byte(`1`)})
-	crc := append([]byte(nil), good...)
+	// A damaged batch whose records fail: CORRUPT_MESSAGE, which the
+	// producer retries, not INVALID_RECORD, which it must not.
+	crc := makeBatch(t, recordbatch.Uncompressed, 0, rec{value: []byte(`{broken`)})
 	crc[17] ^= 1
 	legacy := append([]byte(nil), good...)
 	legacy[16] = 1
@@ -263,6 +265,20 @@ func TestUnreadableBatches(t *testing.T) {
 				t.Errorf("code %d, message %q, %d record errors; want %s naming %q", p.ErrorCode, deref(p.ErrorMessage), len(p.ErrorRecords), tc.code.Message, tc.want)
 			}
 		})
+	}
+}
+
+// A batch whose records pass but whose CRC is wrong goes to the broker as
+// sent: the broker checks the CRC (and answers CORRUPT_MESSAGE), so the
+// filter does not pay for it on the good path.
+func TestGoodRecordsBadCRCForwarded(t *testing.T) {
+	x := newFixture(t)
+	b := makeBatch(t, recordbatch.Uncompressed, 0, rec{value: []byte(`1`)})
+	b[17] ^= 1
+	c, _ := testCtx(t)
+	res, _ := runProduce(t, x.f, c, produceReq(9, -1, map[string]map[int32][]byte{"events": {0: b}}))
+	if res.answer != nil {
+		t.Fatalf("answered locally: %+v", res.answer)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/straitgw/strait/bench/schemas"
 	"github.com/straitgw/strait/internal/bench/kafkaload"
 	"github.com/straitgw/strait/internal/bench/report"
 	"github.com/straitgw/strait/internal/bench/result"
@@ -111,8 +112,14 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	if _, err := vault.CreateKey(vaultDir, "bench-kek"); err != nil {
 		return fmt.Errorf("benchmark vault: %w", err)
 	}
+	// The reference record's schemas, for layers that validate records
+	// (bench/layers/validation-*.yaml read them from STRAIT_BENCH_SCHEMAS).
+	schemaDir := filepath.Join(dir, "schemas")
+	if err := writeBenchSchemas(schemaDir); err != nil {
+		return fmt.Errorf("benchmark schemas: %w", err)
+	}
 	broker := fmt.Sprintf("127.0.0.1:%d", *brokerPort)
-	env := append(os.Environ(), "STRAIT_BENCH_BROKER="+broker,
+	env := append(os.Environ(), "STRAIT_BENCH_BROKER="+broker, "STRAIT_BENCH_SCHEMAS="+schemaDir,
 		fmt.Sprintf("STRAIT_BENCH_LISTEN=127.0.0.1:%d", *gatewayPort),
 		fmt.Sprintf("STRAIT_BENCH_ADMIN=127.0.0.1:%d", *gatewayPort-1), "STRAIT_BENCH_VAULT="+vaultDir)
 	brokerArgs := []string{"broker", "--brokers", "1", "--listen", broker,
@@ -323,4 +330,18 @@ func writeSelfSigned(dir string) (certPath, keyPath string, err error) {
 		os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600),
 		os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
 	return certPath, keyPath, err
+}
+
+// writeBenchSchemas writes the reference record's schemas (bench/schemas)
+// into dir as record.avsc, record.proto and record.schema.json.
+func writeBenchSchemas(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, text := range map[string]string{"record.avsc": schemas.Avro, "record.proto": schemas.Proto, "record.schema.json": schemas.JSONSchema} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"path/filepath"
 	"testing"
+
+	"github.com/straitgw/strait/internal/kms/vault"
 
 	"github.com/straitgw/strait/internal/bench/result"
 )
@@ -32,4 +35,31 @@ func labels(rs []*result.Kafka) []string {
 		out = append(out, r.Label)
 	}
 	return out
+}
+
+// Every layer config in bench/layers loads with the environment `strait
+// bench layers` gives it (the schemas it writes included), so a layer run
+// does not fail minutes in on a config error.
+func TestBenchLayerConfigsLoad(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeBenchSchemas(filepath.Join(dir, "schemas")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vault.CreateKey(filepath.Join(dir, "vault"), "bench-kek"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRAIT_BENCH_BROKER", "127.0.0.1:9")
+	t.Setenv("STRAIT_BENCH_LISTEN", "127.0.0.1:10")
+	t.Setenv("STRAIT_BENCH_ADMIN", "127.0.0.1:8")
+	t.Setenv("STRAIT_BENCH_VAULT", filepath.Join(dir, "vault"))
+	t.Setenv("STRAIT_BENCH_SCHEMAS", filepath.Join(dir, "schemas"))
+	paths, err := filepath.Glob("../../bench/layers/*.yaml")
+	if err != nil || len(paths) < 5 {
+		t.Fatalf("bench/layers: %v %v", paths, err)
+	}
+	for _, p := range paths {
+		if _, _, err := loadConfig(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
 }

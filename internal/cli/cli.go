@@ -81,7 +81,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Strait: a gateway for Kafka clusters and LLM providers. Toward Kafka it speaks")
-	fmt.Fprintln(w, "the Kafka protocol (and can encrypt records); toward LLM providers it serves")
+	fmt.Fprintln(w, "the Kafka protocol (and can encrypt and validate records); toward LLM providers it serves")
 	fmt.Fprintln(w, "the OpenAI and Anthropic APIs, translating between them.")
 	fmt.Fprintln(w, "\nUsage: strait <command> [flags]\n\nCommands:")
 	printCommands(w, commands())

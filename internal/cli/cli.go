@@ -81,8 +81,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Strait: a gateway for Kafka clusters and LLM providers. Toward Kafka it speaks")
-	fmt.Fprintln(w, "the Kafka protocol (and can encrypt and validate records); toward LLM providers it serves")
-	fmt.Fprintln(w, "the OpenAI and Anthropic APIs, translating between them.")
+	fmt.Fprintln(w, "the Kafka protocol (and can encrypt and validate records); toward LLM")
+	fmt.Fprintln(w, "providers it serves the OpenAI and Anthropic APIs, translating between them.")
 	fmt.Fprintln(w, "\nUsage: strait <command> [flags]\n\nCommands:")
 	printCommands(w, commands())
 	fmt.Fprintln(w, "\nRun 'strait <command> -h' for a command's flags. Start with 'strait demo'.")

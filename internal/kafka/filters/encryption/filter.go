@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,7 +67,7 @@ type Filter struct {
 	// pending counts the error entries waiting, on all connections, to be
 	// added to Produce responses; while there are none, Produce responses
 	// stay on the byte-copy path.
-	pending atomic.Int64
+	pending filter.PerRequest[failure]
 	// missLog limits "KEK missing, passing plaintext" lines to one per KEK
 	// per minute.
 	missMu  sync.Mutex
@@ -132,7 +131,7 @@ func (*Filter) Interest() filter.Interest {
 // of its request, which is rare; Fetch responses always do.
 func (f *Filter) WantsResponse(key, _ int16, _ []byte) bool {
 	if key == wire.KeyProduce {
-		return f.pending.Load() > 0
+		return f.pending.Len() > 0
 	}
 	return true
 }
@@ -207,61 +206,12 @@ func (fl failure) of(version int16, name string, id [16]byte) bool {
 	return name == fl.topic
 }
 
-// connState holds, per connection, the failures to add to responses, by
-// correlation id. Requests and responses run on different goroutines.
-type connState struct {
-	mu     sync.Mutex
-	byCorr map[int32][]failure
-}
-
-type stateKey struct{}
-
-// stateOf returns the connection's state, making it on first use (on the
-// request goroutine, the only one that adds to it).
-func (f *Filter) stateOf(c *filter.Context, create bool) *connState {
-	if st, ok := c.Value(stateKey{}).(*connState); ok || !create {
-		return st
-	}
-	st := &connState{byCorr: map[int32][]failure{}}
-	c.SetValue(stateKey{}, st)
-	if c.Ctx != nil {
-		// Failures whose responses never come (the connection ended)
-		// must not keep Produce responses off the fast path.
-		context.AfterFunc(c.Ctx, func() {
-			st.mu.Lock()
-			n := 0
-			for _, fs := range st.byCorr {
-				n += len(fs)
-			}
-			clear(st.byCorr)
-			st.mu.Unlock()
-			f.pending.Add(-int64(n))
-		})
-	}
-	return st
-}
-
 func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
-	st := f.stateOf(c, true)
-	st.mu.Lock()
-	st.byCorr[corr] = append(st.byCorr[corr], fs...)
-	st.mu.Unlock()
-	f.pending.Add(int64(len(fs)))
+	f.pending.Add(c, corr, fs...)
 }
 
 func (f *Filter) take(c *filter.Context, corr int32) []failure {
-	st := f.stateOf(c, false)
-	if st == nil {
-		return nil
-	}
-	st.mu.Lock()
-	fs, ok := st.byCorr[corr]
-	delete(st.byCorr, corr)
-	st.mu.Unlock()
-	if ok {
-		f.pending.Add(-int64(len(fs)))
-	}
-	return fs
+	return f.pending.Take(c, corr)
 }
 
 // maxOverhead estimates what sealing adds to one record, for sizing output

@@ -20,8 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +51,7 @@ type Filter struct {
 	// pending counts the error entries waiting, on all connections, to be
 	// added to Produce responses; while there are none, Produce responses
 	// stay on the byte-copy path.
-	pending atomic.Int64
+	pending filter.PerRequest[failure]
 }
 
 // New returns the filter for cfg. It reads schema files and compiles the
@@ -99,7 +97,7 @@ func (*Filter) Interest() filter.Interest {
 // WantsResponse implements filter.ResponseSkimmer: a Produce response needs
 // decoding only when a partition was taken out of its request, which is
 // rare.
-func (f *Filter) WantsResponse(int16, int16, []byte) bool { return f.pending.Load() > 0 }
+func (f *Filter) WantsResponse(int16, int16, []byte) bool { return f.pending.Len() > 0 }
 
 // OnRequest implements filter.RequestHandler.
 func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
@@ -154,61 +152,12 @@ func (fl *failure) of(version int16, name string, id [16]byte) bool {
 	return name == fl.topic
 }
 
-// connState holds, per connection, the failures to add to responses, by
-// correlation id. Requests and responses run on different goroutines.
-type connState struct {
-	mu     sync.Mutex
-	byCorr map[int32][]failure
-}
-
-type stateKey struct{}
-
-// stateOf returns the connection's state, making it on first use (on the
-// request goroutine, the only one that adds to it).
-func (f *Filter) stateOf(c *filter.Context, create bool) *connState {
-	if st, ok := c.Value(stateKey{}).(*connState); ok || !create {
-		return st
-	}
-	st := &connState{byCorr: map[int32][]failure{}}
-	c.SetValue(stateKey{}, st)
-	if c.Ctx != nil {
-		// Failures whose responses never come (the connection ended)
-		// must not keep Produce responses off the fast path.
-		context.AfterFunc(c.Ctx, func() {
-			st.mu.Lock()
-			n := 0
-			for _, fs := range st.byCorr {
-				n += len(fs)
-			}
-			clear(st.byCorr)
-			st.mu.Unlock()
-			f.pending.Add(-int64(n))
-		})
-	}
-	return st
-}
-
 func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
-	st := f.stateOf(c, true)
-	st.mu.Lock()
-	st.byCorr[corr] = append(st.byCorr[corr], fs...)
-	st.mu.Unlock()
-	f.pending.Add(int64(len(fs)))
+	f.pending.Add(c, corr, fs...)
 }
 
 func (f *Filter) take(c *filter.Context, corr int32) []failure {
-	st := f.stateOf(c, false)
-	if st == nil {
-		return nil
-	}
-	st.mu.Lock()
-	fs, ok := st.byCorr[corr]
-	delete(st.byCorr, corr)
-	st.mu.Unlock()
-	if ok {
-		f.pending.Add(-int64(len(fs)))
-	}
-	return fs
+	return f.pending.Take(c, corr)
 }
 
 // errVersion is a Produce version newer than this filter reads.

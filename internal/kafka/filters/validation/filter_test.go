@@ -356,7 +356,7 @@ func TestMixedPartitions(t *testing.T) {
 			}
 		})
 	}
-	if n := x.f.pending.Load(); n != 0 {
+	if n := x.f.pending.Len(); n != 0 {
 		t.Errorf("%d failures still pending after their responses", n)
 	}
 }
@@ -372,7 +372,7 @@ func TestAcksZero(t *testing.T) {
 	if res.upstream == nil || len(res.upstream.Topics) != 1 || len(res.upstream.Topics[0].Partitions) != 1 || res.upstream.Topics[0].Partitions[0].Partition != 1 {
 		t.Fatalf("upstream %+v, want events/1 alone", res.upstream)
 	}
-	if n := x.f.pending.Load(); n != 0 {
+	if n := x.f.pending.Len(); n != 0 {
 		t.Errorf("%d failures kept for a response that never comes", n)
 	}
 	// Everything refused: the filter answers, and the proxy drops the

@@ -82,7 +82,7 @@ func FuzzProduce(f *testing.F) {
 		if res.untouched && len(sent) != 2 {
 			t.Fatal("the client's bytes would go upstream, but a partition was taken out")
 		}
-		if n := flt.pending.Load(); n != 0 {
+		if n := flt.pending.Len(); n != 0 {
 			t.Fatalf("%d failures pending after the response", n)
 		}
 		if _, ok := sent["events"]; ok {

@@ -42,6 +42,11 @@ var rules = []rule{
 		future: true,
 	},
 	{
+		name: "topicsel matches topic selectors and imports nothing of ours",
+		pkgs: []string{"internal/kafka/topicsel"},
+		only: nothing,
+	},
+	{
 		name: "membudget is a byte budget and imports nothing of ours",
 		pkgs: []string{"internal/kafka/membudget"},
 		only: nothing,

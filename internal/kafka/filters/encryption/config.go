@@ -3,12 +3,12 @@ package encryption
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kafka/topicsel"
 )
 
 // Config is the filter's config block (the `config:` of a `record-encryption`
@@ -126,7 +126,7 @@ func (c Config) Validate() error {
 		bad(`topics: is empty: list the topics to encrypt, e.g. topics: ["orders", "secure-*"]`)
 	}
 	for i, t := range c.Topics {
-		if err := checkSelector(t); err != nil {
+		if err := topicsel.Check(t, "secure-*"); err != nil {
 			bad("topics[%d]: %v", i, err)
 		}
 	}
@@ -167,17 +167,6 @@ func (c Config) limits() recordbatch.Limits {
 	return recordbatch.Limits{MaxBatchBytes: c.MaxBatchBytes, MaxCompressionRatio: c.MaxCompressionRatio, DecompressionBudget: c.DecompressionBudget}
 }
 
-// checkSelector checks one topics entry.
-func checkSelector(s string) error {
-	if s == "" {
-		return errors.New(`is empty: give a topic name, a prefix such as "secure-*", or a glob`)
-	}
-	if _, err := path.Match(s, ""); err != nil {
-		return fmt.Errorf("%q is not a valid glob (%v): check its [ ] classes, or escape a literal *, ? or [ with \\", s, err)
-	}
-	return nil
-}
-
 // checkKEKTemplate checks the kek field: a fixed name, or a template whose
 // only placeholder is {topic}.
 func checkKEKTemplate(t string) error {
@@ -194,45 +183,6 @@ func checkKEKTemplate(t string) error {
 	return nil
 }
 
-// selector matches topic names against the topics list.
-type selector struct {
-	exact    map[string]bool
-	prefixes []string
-	globs    []string
-}
-
-func newSelector(patterns []string) *selector {
-	s := &selector{exact: map[string]bool{}}
-	for _, p := range patterns {
-		switch {
-		case !strings.ContainsAny(p, `*?[\`):
-			s.exact[p] = true
-		case strings.HasSuffix(p, "*") && !strings.ContainsAny(p[:len(p)-1], `*?[\`):
-			s.prefixes = append(s.prefixes, p[:len(p)-1])
-		default:
-			s.globs = append(s.globs, p)
-		}
-	}
-	return s
-}
-
-func (s *selector) match(topic string) bool {
-	if s.exact[topic] {
-		return true
-	}
-	for _, p := range s.prefixes {
-		if strings.HasPrefix(topic, p) {
-			return true
-		}
-	}
-	for _, g := range s.globs {
-		if ok, _ := path.Match(g, topic); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // topicPolicy is what the filter does with one topic.
 type topicPolicy struct {
 	encrypt bool
@@ -243,7 +193,7 @@ type topicPolicy struct {
 // policies caches topicPolicy by topic name. Names come from clients, so
 // the cache is bounded: when full it starts over.
 type policies struct {
-	sel  *selector
+	sel  *topicsel.Selector
 	kek  string
 	mu   sync.RWMutex
 	m    map[string]*topicPolicy
@@ -255,7 +205,7 @@ const maxCachedTopics = 10000
 
 var errKEKName = errors.New("no usable KEK name")
 
-func newPolicies(sel *selector, kek string) *policies {
+func newPolicies(sel *topicsel.Selector, kek string) *policies {
 	return &policies{sel: sel, kek: kek, m: map[string]*topicPolicy{}, max: maxCachedTopics, none: &topicPolicy{}}
 }
 
@@ -267,7 +217,7 @@ func (p *policies) get(topic string) *topicPolicy {
 		return tp
 	}
 	tp = p.none
-	if p.sel.match(topic) {
+	if p.sel.Match(topic) {
 		tp = &topicPolicy{encrypt: true, kek: strings.ReplaceAll(p.kek, topicPlaceholder, topic)}
 		if len(tp.kek) > maxNameLen {
 			tp.kekErr = fmt.Errorf("%w: the KEK name for topic %q is %d bytes long, over the limit of %d: shorten the kek template", errKEKName, topic, len(tp.kek), maxNameLen)

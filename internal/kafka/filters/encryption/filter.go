@@ -33,6 +33,7 @@ import (
 
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kafka/topicsel"
 	"github.com/straitgw/strait/internal/kafka/wire"
 	"github.com/straitgw/strait/internal/kms"
 )
@@ -90,7 +91,7 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 		bind:              *cfg.BindTopic,
 		rejectUnencrypted: cfg.UnencryptedOnFetch == policyReject,
 		plaintextOnMiss:   cfg.OnMissingKEK == policyPlaintext,
-		pol:               newPolicies(newSelector(cfg.Topics), cfg.KEK),
+		pol:               newPolicies(topicsel.New(cfg.Topics), cfg.KEK),
 		codecs:            cfg.limits().Codecs(),
 		missLog:           map[string]time.Time{},
 		now:               time.Now,

@@ -3,11 +3,11 @@ package validation
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kafka/topicsel"
 	"github.com/straitgw/strait/internal/schema"
 	"github.com/straitgw/strait/internal/schema/jsonschema"
 )
@@ -122,7 +122,7 @@ func (c *Config) Validate() error {
 			bad(`%s.topics: is empty: list the topics the rule is for, e.g. topics: ["orders*"]`, at)
 		}
 		for j, t := range r.Topics {
-			if err := checkSelector(t); err != nil {
+			if err := topicsel.Check(t, "orders*"); err != nil {
 				bad("%s.topics[%d]: %v", at, j, err)
 			}
 		}
@@ -236,16 +236,4 @@ func parseFormat(s string) (schema.Format, error) {
 		return 0, fmt.Errorf("%q is not a format: use avro, protobuf or json", s)
 	}
 	return f, nil
-}
-
-// checkSelector checks one topics entry: the same syntax as the
-// record-encryption filter's.
-func checkSelector(s string) error {
-	if s == "" {
-		return errors.New(`is empty: give a topic name, a prefix such as "orders*", or a glob`)
-	}
-	if _, err := path.Match(s, ""); err != nil {
-		return fmt.Errorf("%q is not a valid glob (%v): check its [ ] classes, or escape a literal *, ? or [ with \\", s, err)
-	}
-	return nil
 }

@@ -2,11 +2,11 @@ package validation
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/straitgw/strait/internal/kafka/topicsel"
 	"github.com/straitgw/strait/internal/schema"
 	"github.com/straitgw/strait/internal/schema/jsonschema"
 )
@@ -16,7 +16,7 @@ type rule struct {
 	index int
 	label string // the metric label: the rule's index
 	desc  string // how messages name it: rules[0] (orders*)
-	sel   *selector
+	sel   *topicsel.Selector
 	warn  bool
 	key   *part // nil: keys are not checked
 	value *part // nil: values are not checked
@@ -45,7 +45,7 @@ func compileRules(cfg []Rule) ([]*rule, bool) {
 			index: i,
 			label: strconv.Itoa(i),
 			desc:  fmt.Sprintf("rules[%d] (%s)", i, strings.Join(r.Topics, ", ")),
-			sel:   newSelector(r.Topics),
+			sel:   topicsel.New(r.Topics),
 			warn:  r.Mode == modeWarn,
 		}
 		if r.Key != nil {
@@ -86,46 +86,6 @@ func compilePart(p *PartRule, name string) *part {
 	return cp
 }
 
-// selector matches topic names against a rule's topics: exact names,
-// prefixes (a trailing * and no other pattern character) and globs.
-type selector struct {
-	exact    map[string]bool
-	prefixes []string
-	globs    []string
-}
-
-func newSelector(patterns []string) *selector {
-	s := &selector{exact: map[string]bool{}}
-	for _, p := range patterns {
-		switch {
-		case !strings.ContainsAny(p, `*?[\`):
-			s.exact[p] = true
-		case strings.HasSuffix(p, "*") && !strings.ContainsAny(p[:len(p)-1], `*?[\`):
-			s.prefixes = append(s.prefixes, p[:len(p)-1])
-		default:
-			s.globs = append(s.globs, p)
-		}
-	}
-	return s
-}
-
-func (s *selector) match(topic string) bool {
-	if s.exact[topic] {
-		return true
-	}
-	for _, p := range s.prefixes {
-		if strings.HasPrefix(topic, p) {
-			return true
-		}
-	}
-	for _, g := range s.globs {
-		if ok, _ := path.Match(g, topic); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // ruleCache maps topic names to their rule (nil for none). Names come
 // from clients, so it is bounded: when full it starts over.
 type ruleCache struct {
@@ -144,7 +104,7 @@ func (rc *ruleCache) get(topic string) *rule {
 		return r
 	}
 	for _, cand := range rc.rules {
-		if cand.sel.match(topic) {
+		if cand.sel.Match(topic) {
 			r = cand
 			break
 		}

@@ -75,14 +75,40 @@ func split(id int, s *Schema, rest []byte) (Record, error) {
 	}
 	idx, body, err := ParseMessageIndexes(rest)
 	if err != nil {
+		if fb, ok := withoutIndexes(id, s, rest); ok {
+			return fb, nil
+		}
 		return Record{}, newError(ErrInvalidRecord, "", err)
 	}
 	m, err := s.Message(idx)
 	if err != nil {
+		if fb, ok := withoutIndexes(id, s, rest); ok {
+			return fb, nil
+		}
 		return Record{}, err
 	}
 	rec.Indexes, rec.Message, rec.Body = idx, m, body
 	return rec, nil
+}
+
+// withoutIndexes reads a Protobuf payload written with no message-index
+// list after the schema id, as some serializers write it
+// (@kafkajs/confluent-schema-registry; Confluent's own newer clients read
+// it too): the schema's first message, the whole rest its body (nothing
+// at all is an empty first message, all fields at their defaults). It is
+// tried only after the standard reading failed, and only when the first
+// byte cannot begin a list of up to three indexes (a count byte below
+// 0x08, while a message's first tag is 0x08 or more), and it must
+// validate; so a payload in the standard format is never read this way.
+func withoutIndexes(id int, s *Schema, rest []byte) (Record, bool) {
+	if len(rest) > 0 && rest[0] < 0x08 {
+		return Record{}, false
+	}
+	m, err := s.Message(firstMessage)
+	if err != nil || m.Validate(rest) != nil {
+		return Record{}, false
+	}
+	return Record{ID: id, Schema: s, Indexes: firstMessage, Message: m, Body: rest}, true
 }
 
 func lookupError(id int, err error) error {
@@ -145,7 +171,15 @@ func (r *Registry) Validate(ctx context.Context, topic string, isKey bool, paylo
 	}
 	switch s.Format {
 	case Protobuf:
-		err = rec.Message.Validate(rec.Body)
+		if err = rec.Message.Validate(rec.Body); err != nil {
+			// Indexes that parsed may still be a message's first bytes.
+			if fb, ok := withoutIndexes(id, s, rest); ok {
+				if aerr := r.allowed(ctx, topic, isKey, rule, fb); aerr != nil {
+					return Record{}, aerr
+				}
+				return fb, nil
+			}
+		}
 	case Avro:
 		err = s.avro.Validate(rec.Body)
 	case JSON:

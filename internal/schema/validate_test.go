@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -391,5 +392,40 @@ func TestNonPositiveIDsAreNotLookedUp(t *testing.T) {
 	}
 	if n := r.fake.total.Load(); n != 0 {
 		t.Errorf("%d requests for ids below 1, want none", n)
+	}
+}
+
+// A Protobuf payload written with no message-index list (as
+// @kafkajs/confluent-schema-registry writes it) is read as the first
+// message; the standard form still reads as before, and a body that fits
+// neither reading is refused as the standard reading refuses it.
+func TestProtobufWithoutIndexes(t *testing.T) {
+	r := setup(t)
+	ctx := context.Background()
+	pb := encoded(t, kafkaload.PayloadProtobuf)
+	bare := append(AppendPrefix(nil, r.protoID), pb...)
+	rec, err := r.Validate(ctx, "orders-pb", false, bare, &Rule{})
+	if err != nil || !bytes.Equal(rec.Body, pb) || fmt.Sprint(rec.Indexes) != "[0]" {
+		t.Fatalf("no indexes: %+v, %v", rec, err)
+	}
+	if rec, err := r.Resolve(ctx, bare); err != nil || !bytes.Equal(rec.Body, pb) {
+		t.Fatalf("Resolve with no indexes: %+v, %v", rec, err)
+	}
+	// All fields at their defaults: nothing after the schema id.
+	if _, err := r.Validate(ctx, "orders-pb", false, AppendPrefix(nil, r.protoID), &Rule{}); err != nil {
+		t.Fatalf("an empty message with no indexes: %v", err)
+	}
+	std := wireRecord(r.protoID, []int{0}, pb)
+	if rec, err := r.Validate(ctx, "orders-pb", false, std, &Rule{}); err != nil || !bytes.Equal(rec.Body, pb) {
+		t.Fatalf("standard form: %+v, %v", rec, err)
+	}
+	// A tag of field 1 with a broken length: neither reading holds.
+	broken := append(AppendPrefix(nil, r.protoID), 0x0a, 0x7f, 'x')
+	if _, err := r.Validate(ctx, "orders-pb", false, broken, &Rule{}); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("broken body: %v, want ErrInvalidRecord", err)
+	}
+	// The subject check applies to the fallback reading too.
+	if _, err := r.Validate(ctx, "orders", false, bare, &Rule{}); !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("no indexes, another subject: %v, want ErrNotAllowed", err)
 	}
 }

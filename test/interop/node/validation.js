@@ -99,7 +99,7 @@ async function main () {
     for (const buf of encoded) await send(`${format}/valid`, f.topic, buf)
     // Confluent's wire format puts the message indexes between the schema
     // id and a Protobuf message; [0] is the single byte 0. The package
-    // writes none.
+    // writes none, which the gateway accepts; both forms are sent.
     const indexed = (buf) => format === SchemaType.PROTOBUF ? Buffer.concat([buf.subarray(0, 5), Buffer.from([0]), buf.subarray(5)]) : buf
     if (format === SchemaType.PROTOBUF) {
       for (const buf of encoded) await send(`${format}/valid-indexed`, f.topic, indexed(buf))

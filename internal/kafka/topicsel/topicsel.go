@@ -63,4 +63,3 @@ func Check(s, example string) error {
 	}
 	return nil
 }
-

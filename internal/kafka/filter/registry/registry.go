@@ -126,9 +126,6 @@ func Decode(n *yaml.Node, out any) error {
 		n = n.Content[0]
 	}
 	t := reflect.TypeOf(out).Elem()
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("config: must be a mapping of settings (%s), got a %s", strings.Join(keysOf(t)[:min(3, len(keysOf(t)))], ", ")+", ...", kindName(n))
-	}
 	if errs := check(n, t, ""); len(errs) > 0 {
 		return errors.Join(errs...)
 	}

@@ -84,7 +84,7 @@ func compileFast(doc any, draft int, root bool) (*fastNode, bool) {
 		}
 		return &fastNode{never: true}, true
 	case map[string]any:
-		n := &fastNode{maxLen: -1, min: math.NaN(), max: math.NaN(), exclMin: math.NaN(), exclMax: math.NaN(), maxItems: -1, maxProps: -1}
+		n := newFastNode()
 		for k, val := range v {
 			if annotations[k] || root && draft == 4 && k == "id" {
 				continue
@@ -96,6 +96,11 @@ func compileFast(doc any, draft int, root bool) (*fastNode, bool) {
 		return n, true
 	}
 	return nil, false
+}
+
+// newFastNode returns a node that constrains nothing.
+func newFastNode() *fastNode {
+	return &fastNode{maxLen: -1, min: math.NaN(), max: math.NaN(), exclMin: math.NaN(), exclMax: math.NaN(), maxItems: -1, maxProps: -1}
 }
 
 func (n *fastNode) keyword(k string, val any, draft int) bool {
@@ -171,26 +176,18 @@ func (n *fastNode) keyword(k string, val any, draft int) bool {
 		sn, ok := compileFast(val, draft, false)
 		n.items = sn
 		return ok
-	case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
-		i, ok := count(val)
-		if !ok {
-			return false
-		}
-		switch k {
-		case "minLength":
-			n.minLen = i
-		case "maxLength":
-			n.maxLen = i
-		case "minItems":
-			n.minItems = i
-		case "maxItems":
-			n.maxItems = i
-		case "minProperties":
-			n.minProps = i
-		case "maxProperties":
-			n.maxProps = i
-		}
-		return true
+	case "minLength":
+		return setCount(&n.minLen, val)
+	case "maxLength":
+		return setCount(&n.maxLen, val)
+	case "minItems":
+		return setCount(&n.minItems, val)
+	case "maxItems":
+		return setCount(&n.maxItems, val)
+	case "minProperties":
+		return setCount(&n.minProps, val)
+	case "maxProperties":
+		return setCount(&n.maxProps, val)
 	case "pattern":
 		s, ok := val.(string)
 		if !ok {
@@ -219,25 +216,16 @@ func (n *fastNode) keyword(k string, val any, draft int) bool {
 			n.enum = append(n.enum, s)
 		}
 		return true
-	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-		if draft == 4 && (k == "exclusiveMinimum" || k == "exclusiveMaximum") {
-			return false // booleans modifying minimum and maximum
-		}
-		f, ok := float(val)
-		if !ok {
-			return false
-		}
-		switch k {
-		case "minimum":
-			n.min = f
-		case "maximum":
-			n.max = f
-		case "exclusiveMinimum":
-			n.exclMin = f
-		case "exclusiveMaximum":
-			n.exclMax = f
-		}
-		return true
+	case "minimum":
+		return setBound(&n.min, val)
+	case "maximum":
+		return setBound(&n.max, val)
+	case "exclusiveMinimum":
+		// In draft 4 a boolean modifying minimum (and exclusiveMaximum
+		// maximum).
+		return draft != 4 && setBound(&n.exclMin, val)
+	case "exclusiveMaximum":
+		return draft != 4 && setBound(&n.exclMax, val)
 	case "format":
 		// An annotation from 2019-09 on; before, the library asserts it.
 		return draft >= 2019
@@ -245,12 +233,24 @@ func (n *fastNode) keyword(k string, val any, draft int) bool {
 	return false
 }
 
-func count(v any) (int, bool) {
+// setCount sets *dst to v, a non-negative integer, and reports whether v
+// is one.
+func setCount(dst *int, v any) bool {
 	f, ok := float(v)
 	if !ok || f < 0 || f != math.Trunc(f) || f > 1<<31 {
-		return 0, false
+		return false
 	}
-	return int(f), true
+	*dst = int(f)
+	return true
+}
+
+// setBound sets *dst to v, a finite number, and reports whether v is one.
+func setBound(dst *float64, v any) bool {
+	f, ok := float(v)
+	if ok {
+		*dst = f
+	}
+	return ok
 }
 
 func float(v any) (float64, bool) {

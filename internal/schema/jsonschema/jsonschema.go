@@ -12,7 +12,6 @@ package jsonschema
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -105,7 +104,7 @@ func Compile(text string, refs []Reference) (*Schema, error) {
 		if fast, ok := compileFast(doc, draft, true); ok {
 			s.fast = fast
 			if fast == nil {
-				s.fast = &fastNode{maxLen: -1, min: math.NaN(), max: math.NaN(), exclMin: math.NaN(), exclMax: math.NaN(), maxItems: -1, maxProps: -1}
+				s.fast = newFastNode()
 			}
 		}
 	}

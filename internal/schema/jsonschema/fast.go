@@ -280,7 +280,7 @@ func (d *decoder) fast(n *fastNode) bool {
 		if !n.allows(tString) {
 			return false
 		}
-		s, err := d.str(false)
+		s, err := d.str()
 		return err == nil && n.fastString(s)
 	case c == '-' || c >= '0' && c <= '9':
 		start := d.pos
@@ -339,7 +339,7 @@ func (n *fastNode) fastNumber(lit []byte) bool {
 	}
 	// Each comparison must hold by a margin larger than float64 rounding;
 	// near a bound the exact comparison is the general path's.
-	return above(v, n.min, true) && below(v, n.max, true) && above(v, n.exclMin, false) && below(v, n.exclMax, false)
+	return above(v, n.min) && below(v, n.max) && above(v, n.exclMin) && below(v, n.exclMax)
 }
 
 func margin(a, b float64) float64 {
@@ -349,14 +349,14 @@ func margin(a, b float64) float64 {
 // above and below leave a value equal to (or within rounding of) a bound to
 // the general path, which compares exactly; so inclusive and exclusive
 // bounds are decided alike here.
-func above(v, bound float64, _ bool) bool {
+func above(v, bound float64) bool {
 	if math.IsNaN(bound) {
 		return true
 	}
 	return v-bound > margin(v, bound)
 }
 
-func below(v, bound float64, _ bool) bool {
+func below(v, bound float64) bool {
 	if math.IsNaN(bound) {
 		return true
 	}
@@ -419,7 +419,7 @@ func (d *decoder) fastObject(n *fastNode) bool {
 		if d.pos >= len(d.b) || d.b[d.pos] != '"' {
 			return false
 		}
-		k, err := d.str(false)
+		k, err := d.str()
 		if err != nil {
 			return false
 		}

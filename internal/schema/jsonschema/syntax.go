@@ -105,7 +105,7 @@ func (d *decoder) value(build bool) error {
 	case c == '[':
 		return d.array(build)
 	case c == '"':
-		s, err := d.str(build)
+		s, err := d.str()
 		if err != nil {
 			return err
 		}
@@ -192,10 +192,10 @@ func (d *decoder) number(build bool) error {
 	return nil
 }
 
-// str reads a string at d.pos (its opening quote) and returns its content,
-// unescaped when it has escapes or when need is set; otherwise the content
-// may alias the input or scratch and is valid until the next call.
-func (d *decoder) str(need bool) ([]byte, error) {
+// str reads a string at d.pos (its opening quote) and returns its
+// content, unescaped. It aliases the input, or the scratch buffer when the
+// string has escapes, and is valid until the next call.
+func (d *decoder) str() ([]byte, error) {
 	d.pos++ // the opening quote
 	start := d.pos
 	b := d.b
@@ -426,7 +426,7 @@ func (d *decoder) object(build bool) error {
 			return d.fail("unexpected %s in an object, want a string key", describe(d.b[d.pos]))
 		}
 		keyAt := d.pos
-		k, err := d.str(build)
+		k, err := d.str()
 		if err != nil {
 			return err
 		}

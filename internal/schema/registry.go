@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -322,11 +323,7 @@ func (r *Registry) fetchSubjects(ctx context.Context, id int) (*subjectsEntry, e
 	e := &subjectsEntry{list: list, fetched: r.opts.Now()}
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
-	old := *r.subjects.Load()
-	m := make(map[int]*subjectsEntry, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	m := maps.Clone(*r.subjects.Load())
 	m[id] = e
 	r.subjects.Store(&m)
 	return e, nil
@@ -339,10 +336,7 @@ func (r *Registry) storeSchema(s *Schema) {
 	if _, ok := old[s.ID]; ok {
 		return
 	}
-	m := make(map[int]*Schema, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	m := maps.Clone(old)
 	m[s.ID] = s
 	r.schemas.Store(&m)
 }

@@ -687,7 +687,7 @@ func (x *exchange) providerError(resp *http.Response, body io.Reader) {
 	}
 	x.lap(StageResponseReceive)
 	p := x.rt.p
-	x.relayIDs(resp)
+	copyResponseIDs(x.w.Header(), resp.Header, x.g.red)
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		ra, _ = x.g.red.scrubString(ra)
 		x.w.Header().Set("Retry-After", ra)
@@ -825,30 +825,17 @@ func wholeNumber(v []byte) (int, bool) {
 
 // copyResponseIDs passes the provider's request id on, for support cases,
 // under both dialects' header names: Anthropic's SDKs read request-id,
-// OpenAI's x-request-id, and the provider may speak the other dialect.
-func copyResponseIDs(dst, src http.Header) {
+// OpenAI's x-request-id, and the provider may speak the other dialect. The
+// id is masked by red like everything else the provider sends.
+func copyResponseIDs(dst, src http.Header, red *redactor) {
 	id := src.Get("Request-Id")
 	if id == "" {
 		id = src.Get("X-Request-Id")
 	}
 	if id != "" {
+		id, _ = red.scrubString(id)
 		dst.Set("Request-Id", id)
 		dst.Set("X-Request-Id", id)
-	}
-}
-
-// relayIDs passes the provider's request id on (copyResponseIDs), masked
-// like everything else the provider sends.
-func (x *exchange) relayIDs(resp *http.Response) {
-	h := x.w.Header()
-	copyResponseIDs(h, resp.Header)
-	if x.g.red == nil {
-		return
-	}
-	for _, k := range [...]string{"Request-Id", "X-Request-Id"} {
-		if v, ok := x.g.red.scrubString(h.Get(k)); ok {
-			h.Set(k, v)
-		}
 	}
 }
 
@@ -885,7 +872,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 	// not; the search costs a few byte scans (scrubContent).
 	data = x.g.red.scrubContent(data)
 	x.lap(StageTranslate)
-	x.relayIDs(resp)
+	copyResponseIDs(x.w.Header(), resp.Header, x.g.red)
 	if ctype == "" {
 		ctype = "application/json"
 	} else {
@@ -910,7 +897,7 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	x.relayIDs(resp)
+	copyResponseIDs(h, resp.Header, x.g.red)
 	if x.trace {
 		h.Set("Trailer", OverheadTrailer+", "+TraceHeader)
 	} else {

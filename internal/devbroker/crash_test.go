@@ -214,3 +214,28 @@ func TestProduceRefusedWhenTopicsCannotBeSaved(t *testing.T) {
 		t.Fatalf("produce with topics.json unwritable: got %v, want KAFKA_STORAGE_ERROR", err)
 	}
 }
+
+// A topic once saved is not looked up in topics.json again: produce requests
+// to it cost no file read and no fsync.
+func TestSavedTopicIsNotSavedAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := start(t, Options{Brokers: 1, DataDir: dir, AutoCreateTopics: true})
+	cl, closeClient := closedClient(t, c, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1))
+	defer closeClient()
+	if err := cl.ProduceSync(testContext(t), &kgo.Record{Topic: "saved", Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatalf("first produce: %v", err)
+	}
+	// topics.json can no longer be read: only a save would notice.
+	path := filepath.Join(dir, "topics.json")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) }) // lets Close save
+	if err := cl.ProduceSync(testContext(t), &kgo.Record{Topic: "saved", Value: []byte("2")}).FirstErr(); err != nil {
+		t.Fatalf("produce to a saved topic with topics.json unreadable: %v", err)
+	}
+}

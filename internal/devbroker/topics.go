@@ -63,12 +63,17 @@ type topicSaver struct {
 
 	mu      sync.Mutex
 	failing bool // the last save failed; logged once until one succeeds
+	// saved holds the IDs of the topics known to be in topics.json, so
+	// that produce requests to them cost no file read and no fsync. kfake
+	// rewrites the file from its own topics, so an entry stays until its
+	// topic is deleted, and a topic recreated under the name has a new ID.
+	saved map[[16]byte]bool
 }
 
 // installTopicSaver must run right after kfake.NewCluster, before any client
 // can produce.
 func installTopicSaver(kf *kfake.Cluster, dir string, log *slog.Logger) {
-	s := &topicSaver{kf: kf, dir: dir, log: log}
+	s := &topicSaver{kf: kf, dir: dir, log: log, saved: map[[16]byte]bool{}}
 	kf.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		kf.KeepControl()
 		req, ok := kreq.(*kmsg.ProduceRequest)
@@ -84,6 +89,8 @@ func installTopicSaver(kf *kfake.Cluster, dir string, log *slog.Logger) {
 
 // beforeProduce saves every topic req names that exists and is not saved yet.
 func (s *topicSaver) beforeProduce(req *kmsg.ProduceRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var infos []*kfake.TopicInfo
 	for _, t := range req.Topics {
 		var info *kfake.TopicInfo
@@ -92,16 +99,20 @@ func (s *topicSaver) beforeProduce(req *kmsg.ProduceRequest) error {
 		} else {
 			info = s.kf.TopicInfo(t.Topic)
 		}
-		if info != nil { // else kfake answers UNKNOWN_TOPIC_OR_PARTITION
+		// A nil info is a topic kfake answers UNKNOWN_TOPIC_OR_PARTITION.
+		if info != nil && !s.saved[info.TopicID] {
 			infos = append(infos, info)
 		}
 	}
 	if len(infos) == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	err := s.save(infos)
+	if err == nil {
+		for _, info := range infos {
+			s.saved[info.TopicID] = true
+		}
+	}
 	switch {
 	case err != nil && !s.failing && s.log != nil:
 		s.log.Error("devbroker: cannot save topic metadata; refusing produce requests until it works (check the data directory's free space and permissions)",

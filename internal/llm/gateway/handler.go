@@ -1037,9 +1037,10 @@ func (x *exchange) fail(kind string, e *translate.Error) {
 // client. sse.Writer hands it one whole event per Write, whether relayed as
 // received (the fast path) or made by translation, so a key is never split
 // between two writes; the sse.Reader has already joined events that came
-// split across reads. Error events get scrubError, every other event
-// scrubContent, which for an event without a key is one short search per
-// key.
+// split across reads. Each event goes through scrubEvent: one that may
+// hold a key is scrubbed at an error's strength if it mentions an error,
+// else as content; any other event, the common case, costs only mayHold's
+// searches (a key's head and tail, each key, and the escapes).
 type scrubWriter struct {
 	w   *respWriter
 	red *redactor

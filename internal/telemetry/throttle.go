@@ -70,6 +70,10 @@ type throttleState struct {
 	now      func() time.Time
 	mu       sync.Mutex
 	keys     map[throttleKey]*throttled
+	// nextSweep is when a sweep of a full map may next free a key: until
+	// then lines from new peers fold into the message's key without
+	// walking the map each time.
+	nextSweep time.Time
 }
 
 func (t *throttle) Enabled(ctx context.Context, l slog.Level) bool { return t.next.Enabled(ctx, l) }
@@ -120,7 +124,9 @@ func (s *throttleState) admit(k throttleKey, h slog.Handler, at time.Time) bool 
 	e := s.keys[k]
 	if e == nil {
 		if len(s.keys) >= maxThrottleKeys {
-			s.sweep(at)
+			if !at.Before(s.nextSweep) {
+				s.sweep(at)
+			}
 			if len(s.keys) >= maxThrottleKeys {
 				// Too many distinct peers to remember: fall back to one
 				// key per message so the flood is still bounded.
@@ -187,13 +193,22 @@ func (s *throttleState) summarize(k throttleKey) {
 	_ = h.Handle(context.Background(), r)
 }
 
-// sweep forgets keys whose interval is over and that hold nothing back.
+// sweep forgets keys whose interval is over and that hold nothing back,
+// and notes when the first of those kept can be forgotten. (A key holding
+// lines back is summarized at the end of its interval and starts another,
+// so it lasts at least that long.)
 func (s *throttleState) sweep(now time.Time) {
+	next := now.Add(s.interval)
 	for k, e := range s.keys {
-		if e.suppressed == 0 && !now.Before(e.until) {
+		switch {
+		case e.suppressed > 0:
+		case !now.Before(e.until):
 			delete(s.keys, k)
+		case e.until.Before(next):
+			next = e.until
 		}
 	}
+	s.nextSweep = next
 }
 
 func peerHost(v slog.Value) string {

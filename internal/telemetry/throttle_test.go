@@ -169,3 +169,40 @@ func TestThrottleBoundsItsMemory(t *testing.T) {
 		t.Fatalf("%d lines written for %d peers past the key limit, want the overflow folded", got, 3*maxThrottleKeys)
 	}
 }
+
+// A full throttle forgets the peers whose interval is over, so that a new
+// peer's line is keyed by its host again rather than folded.
+func TestThrottleFreesKeysAfterTheirInterval(t *testing.T) {
+	var buf syncBuffer
+	h := NewThrottle(slog.NewTextHandler(&buf, nil), time.Minute).(*throttle)
+	at := time.Unix(1000, 0)
+	warn := func(at time.Time, msg, peer string) {
+		t.Helper()
+		r := slog.NewRecord(at, slog.LevelWarn, msg, 0)
+		r.AddAttrs(slog.String("peer", peer))
+		if err := h.Handle(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range maxThrottleKeys {
+		warn(at, "filler", fmt.Sprint("p", i))
+	}
+	// Full: new peers share one key per message.
+	warn(at, "x", "new1")
+	warn(at.Add(time.Second), "x", "new2")
+	if n := countContaining(buf.lines(), `msg=x`); n != 1 {
+		t.Fatalf("%d lines from new peers of a full throttle, want 1 (folded)", n)
+	}
+	// The fillers' interval is over: the next new peer has a key of its own.
+	warn(at.Add(2*time.Minute), "x", "new3")
+	warn(at.Add(2*time.Minute), "x", "new4")
+	if n := countContaining(buf.lines(), `msg=x`); n != 3 {
+		t.Fatalf("%d lines from new peers after the interval, want 3 (each its own key)", n)
+	}
+	h.s.mu.Lock()
+	n := len(h.s.keys)
+	h.s.mu.Unlock()
+	if n > 4 {
+		t.Errorf("%d keys held after the interval, want the fillers forgotten", n)
+	}
+}

@@ -11,6 +11,8 @@ package filter
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -182,6 +184,40 @@ type Context struct {
 	mu        sync.Mutex
 	principal string
 	state     map[any]any
+}
+
+// Context returns c.Ctx, or context.Background() when it is unset (as a
+// test may leave it).
+func (c *Context) Context() context.Context {
+	if c.Ctx != nil {
+		return c.Ctx
+	}
+	return context.Background()
+}
+
+// Logger returns c.Log, or slog.Default() when it is unset.
+func (c *Context) Logger() *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.Default()
+}
+
+// ErrUnknownTopicID is a topic ID (Produce, Fetch v13+) that does not
+// resolve to a name.
+var ErrUnknownTopicID = errors.New("topic ID does not resolve to a name")
+
+// TopicName maps a topic ID to its name through c.Topics, while c's
+// connection lasts. Its errors wrap ErrUnknownTopicID.
+func (c *Context) TopicName(id [16]byte) (string, error) {
+	if c.Topics == nil {
+		return "", fmt.Errorf("%w: %x (no resolver)", ErrUnknownTopicID, id)
+	}
+	name, err := c.Topics.TopicName(c.Context(), id)
+	if err != nil {
+		return "", fmt.Errorf("%w: %x: %w", ErrUnknownTopicID, id, err)
+	}
+	return name, nil
 }
 
 // Principal is the authenticated identity of the client, set by an

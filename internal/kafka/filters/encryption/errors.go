@@ -6,18 +6,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kms"
 )
 
-// Errors of the filter's own.
-var (
-	// errTopicID: a topic ID (Produce or Fetch v13+) did not resolve, so
-	// whether the topic is encrypted cannot be known.
-	errTopicID = errors.New("topic ID does not resolve to a name")
-	// errVersion: a request version this filter was not written for.
-	errVersion = errors.New("request version not supported by the record-encryption filter")
-)
+// errVersion: a request version this filter was not written for.
+var errVersion = errors.New("request version not supported by the record-encryption filter")
 
 // produceCode maps why a partition of a Produce could not be encrypted to
 // the error code its producer gets. Retriable codes where a retry can help,
@@ -51,7 +46,7 @@ func produceCode(err error) *kerr.Error {
 		errors.Is(err, recordbatch.ErrTrailingBytes), errors.Is(err, recordbatch.ErrUnknownCodec), errors.Is(err, recordbatch.ErrCodec),
 		errors.Is(err, recordbatch.ErrRatio):
 		return kerr.InvalidRecord
-	case errors.Is(err, errTopicID):
+	case errors.Is(err, filter.ErrUnknownTopicID):
 		return kerr.UnknownTopicID
 	case errors.Is(err, errVersion):
 		return kerr.UnsupportedVersion
@@ -79,7 +74,7 @@ func fetchCode(err error) *kerr.Error {
 	switch {
 	case errors.Is(err, kms.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.KafkaStorageError
-	case errors.Is(err, errTopicID):
+	case errors.Is(err, filter.ErrUnknownTopicID):
 		return kerr.UnknownTopicID
 	case errors.Is(err, errVersion):
 		return kerr.UnsupportedVersion

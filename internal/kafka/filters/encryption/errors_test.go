@@ -197,7 +197,7 @@ func TestFailedFetchPartitionOnTheWire(t *testing.T) {
 	for v := int16(0); v <= maxFetchVersion; v++ {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = v
-		addFetchFailures(resp, []failure{{topic: "orders", topicID: topicID("orders"), code: kerr.UnsupportedVersion.Code}})
+		addFetchFailures(resp, []filter.Refused{{Topic: "orders", TopicID: topicID("orders"), Code: kerr.UnsupportedVersion.Code}})
 		checkFailedFetch(t, "added failure", resp, kerr.UnsupportedVersion.Code)
 	}
 

@@ -25,7 +25,7 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 		why = fmt.Errorf("%w: Fetch v%d makes the broker drop record headers, and with them the encryption marker; use v%d or newer",
 			errVersion, r.Version, minFetchVersion)
 	}
-	var failed []failure
+	var failed []filter.Refused
 	topics := r.Topics[:0]
 	for _, t := range r.Topics {
 		// A version too new is refused whole: its topics cannot be
@@ -35,14 +35,14 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 			continue
 		}
 		for _, p := range t.Partitions {
-			failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, code: kerr.UnsupportedVersion.Code})
+			failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: kerr.UnsupportedVersion.Code})
 		}
 	}
 	r.Topics = topics
 	if len(failed) == 0 {
 		return
 	}
-	logOf(c).Warn("record-encryption: refused a fetch of encrypted topics", "version", r.Version, "partitions", len(failed), "err", why)
+	c.Logger().Warn("record-encryption: refused a fetch of encrypted topics", "version", r.Version, "partitions", len(failed), "err", why)
 	if len(r.Topics) == 0 && !tooNew {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = r.Version
@@ -58,21 +58,21 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 		req.Respond(resp)
 		return
 	}
-	f.remember(c, req.Header.CorrelationID, failed)
+	f.pending.Add(c, req.Header.CorrelationID, failed...)
 }
 
-func addFetchFailures(r *kmsg.FetchResponse, fs []failure) {
+func addFetchFailures(r *kmsg.FetchResponse, fs []filter.Refused) {
 	for _, fl := range fs {
-		i := slices.IndexFunc(r.Topics, func(t kmsg.FetchResponseTopic) bool { return fl.of(r.Version, t.Topic, t.TopicID) })
+		i := slices.IndexFunc(r.Topics, func(t kmsg.FetchResponseTopic) bool { return fl.About(r.Version, t.Topic, t.TopicID) })
 		if i < 0 {
 			i = len(r.Topics)
 			t := kmsg.NewFetchResponseTopic()
-			t.Topic, t.TopicID = fl.topic, fl.topicID
+			t.Topic, t.TopicID = fl.Topic, fl.TopicID
 			r.Topics = append(r.Topics, t)
 		}
 		p := kmsg.NewFetchResponseTopicPartition()
-		p.Partition = fl.partition
-		failFetchPartition(&p, fl.code)
+		p.Partition = fl.Partition
+		failFetchPartition(&p, fl.Code)
 		r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
 	}
 }
@@ -107,14 +107,14 @@ func failFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
 
 // onFetchResponse decrypts the records of every selected topic.
 func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchResponse) (changed bool) {
-	if fs := f.take(c, corr); len(fs) > 0 {
+	if fs := f.pending.Take(c, corr); len(fs) > 0 {
 		addFetchFailures(r, fs)
 		changed = true
 	}
 	if r.ErrorCode != 0 {
 		return changed
 	}
-	ctx := ctxOf(c)
+	ctx := c.Context()
 	for ti := range r.Topics {
 		t := &r.Topics[ti]
 		if !fetchHasRecords(t.Partitions) {
@@ -122,7 +122,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 		}
 		name := t.Topic
 		if r.Version >= 13 {
-			n, err := resolveTopic(ctx, c, t.TopicID)
+			n, err := c.TopicName(t.TopicID)
 			if err != nil {
 				code := fetchCode(err)
 				changed = true
@@ -132,7 +132,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 						failFetchPartition(p, code.Code)
 					}
 				}
-				logOf(c).Warn("record-encryption: cannot tell whether a fetched topic is encrypted; failing its partitions",
+				c.Logger().Warn("record-encryption: cannot tell whether a fetched topic is encrypted; failing its partitions",
 					"topic_id", fmt.Sprintf("%x", t.TopicID), "error_code", code.Message, "err", err)
 				continue
 			}
@@ -175,7 +175,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 	if r.ErrorCode != 0 {
 		return
 	}
-	ctx := ctxOf(c)
+	ctx := c.Context()
 	for ti := range r.Topics {
 		t := &r.Topics[ti]
 		has := false
@@ -185,7 +185,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 		if !has {
 			continue
 		}
-		name, err := resolveTopic(ctx, c, t.TopicID)
+		name, err := c.TopicName(t.TopicID)
 		if err != nil {
 			code := fetchCode(err)
 			msg := describe(err)
@@ -195,7 +195,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 					failShareFetchPartition(p, code.Code, msg)
 				}
 			}
-			logOf(c).Warn("record-encryption: cannot tell whether a share-fetched topic is encrypted; failing its partitions",
+			c.Logger().Warn("record-encryption: cannot tell whether a share-fetched topic is encrypted; failing its partitions",
 				"topic_id", fmt.Sprintf("%x", t.TopicID), "error_code", code.Message, "err", err)
 			continue
 		}
@@ -241,7 +241,7 @@ func (f *Filter) logFetchFailure(c *filter.Context, topic string, partition int3
 	if partial {
 		msg = "record-encryption: cannot decrypt a fetched record; the partition's records stop before it"
 	}
-	logOf(c).Warn(msg, "topic", topic, "partition", partition, "offset", offset, "error_code", code.Message, "err", err)
+	c.Logger().Warn(msg, "topic", topic, "partition", partition, "offset", offset, "error_code", code.Message, "err", err)
 	return code
 }
 

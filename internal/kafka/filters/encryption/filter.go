@@ -21,11 +21,9 @@
 package encryption
 
 import (
-	"context"
 	"crypto/cipher"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -68,7 +66,7 @@ type Filter struct {
 	// pending counts the error entries waiting, on all connections, to be
 	// added to Produce responses; while there are none, Produce responses
 	// stay on the byte-copy path.
-	pending filter.PerRequest[failure]
+	pending filter.PerRequest[filter.Refused]
 	// missLog limits "KEK missing, passing plaintext" lines to one per KEK
 	// per minute.
 	missMu  sync.Mutex
@@ -159,7 +157,7 @@ func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
 func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 	switch r := resp.Body.(type) {
 	case *kmsg.ProduceResponse:
-		f.addProduceErrors(c, resp.Header.CorrelationID, r)
+		filter.AddProduceRefused(r, f.pending.Take(c, resp.Header.CorrelationID))
 	case *kmsg.FetchResponse:
 		if !f.onFetchResponse(c, resp.Header.CorrelationID, r) {
 			// No selected topic had records: let the proxy forward the
@@ -170,49 +168,6 @@ func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 		f.onShareFetchResponse(c, r)
 	}
 	return nil
-}
-
-// ctxOf is the context of a connection; a test may leave it unset.
-func ctxOf(c *filter.Context) context.Context {
-	if c.Ctx != nil {
-		return c.Ctx
-	}
-	return context.Background()
-}
-
-func logOf(c *filter.Context) *slog.Logger {
-	if c.Log != nil {
-		return c.Log
-	}
-	return slog.Default()
-}
-
-// failure is a partition the filter took out of a request, with the error
-// the client must get for it.
-type failure struct {
-	topic     string
-	topicID   [16]byte
-	partition int32
-	code      int16
-	msg       string
-}
-
-// of reports whether fl is about the response topic named name (before
-// version 13) or with topic ID id (13 and later: Produce and Fetch switched
-// to IDs at the same version).
-func (fl failure) of(version int16, name string, id [16]byte) bool {
-	if version >= 13 {
-		return id == fl.topicID
-	}
-	return name == fl.topic
-}
-
-func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
-	f.pending.Add(c, corr, fs...)
-}
-
-func (f *Filter) take(c *filter.Context, corr int32) []failure {
-	return f.pending.Take(c, corr)
 }
 
 // maxOverhead estimates what sealing adds to one record, for sizing output
@@ -241,7 +196,7 @@ func (f *Filter) logMissing(c *filter.Context, topic, kek string, err error) {
 	}
 	f.missLog[kek] = now
 	f.missMu.Unlock()
-	logOf(c).Warn("record-encryption: KEK missing; on_missing_kek is plaintext, so records go to the broker unencrypted",
+	c.Logger().Warn("record-encryption: KEK missing; on_missing_kek is plaintext, so records go to the broker unencrypted",
 		"topic", topic, "kek", kek, "err", err)
 }
 
@@ -269,7 +224,7 @@ func (f *Filter) logGrowth(c *filter.Context, topic string, before, after int) {
 	}
 	f.missLog[key] = now
 	f.missMu.Unlock()
-	logOf(c).Warn("record-encryption: a record batch grew past Kafka's default max.message.bytes when encrypted; "+
+	c.Logger().Warn("record-encryption: a record batch grew past Kafka's default max.message.bytes when encrypted; "+
 		"if the broker answers MESSAGE_TOO_LARGE, lower the producer's batch.size (about 10% below the limit leaves room)",
 		"topic", topic, "plaintext_bytes", before, "encrypted_bytes", after, "default_limit", defaultMaxMessageBytes)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,15 +19,18 @@ import (
 // response: the partition is simply dropped.
 func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.ProduceRequest) {
 	if r.Version > maxProduceVersion {
-		f.refuseProduce(c, req, r, fmt.Errorf("%w: Produce v%d (this filter reads up to v%d)", errVersion, r.Version, maxProduceVersion))
+		err := fmt.Errorf("%w: Produce v%d (this filter reads up to v%d)", errVersion, r.Version, maxProduceVersion)
+		code := produceCode(err)
+		c.Logger().Warn("record-encryption: refused a produce request", "version", r.Version, "error_code", code.Message, "err", err)
+		filter.RefuseProduce(req, r, code.Code, describe(err))
 		return
 	}
-	ctx := ctxOf(c)
-	var failed []failure
+	ctx := c.Context()
+	var failed []filter.Refused
 	fail := func(t *kmsg.ProduceRequestTopic, name string, p int32, err error) {
 		code := produceCode(err)
-		failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p, code: code.Code, msg: describe(err)})
-		logOf(c).Warn("record-encryption: refused a produce to a partition; none of its records went to the broker",
+		failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p, Code: code.Code, Message: describe(err)})
+		c.Logger().Warn("record-encryption: refused a produce to a partition; none of its records went to the broker",
 			"topic", name, "partition", p, "error_code", code.Message, "err", err)
 	}
 	topics := r.Topics[:0]
@@ -36,7 +38,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 	for _, t := range r.Topics {
 		name := t.Topic
 		if r.Version >= 13 {
-			n, err := resolveTopic(ctx, c, t.TopicID)
+			n, err := c.TopicName(t.TopicID)
 			if err != nil {
 				for _, p := range t.Partitions {
 					fail(&t, fmt.Sprintf("%x", t.TopicID), p.Partition, err)
@@ -78,32 +80,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 		// Nothing to encrypt: the client's bytes can go upstream as sent.
 		req.Unchanged()
 	}
-	switch {
-	case len(failed) == 0:
-	case len(r.Topics) == 0:
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = r.Version
-		addProduceFailures(resp, failed)
-		req.Respond(resp)
-	case r.Acks != 0:
-		f.remember(c, req.Header.CorrelationID, failed)
-	}
-}
-
-// refuseProduce answers the whole request with err for every partition.
-func (f *Filter) refuseProduce(c *filter.Context, req *filter.Request, r *kmsg.ProduceRequest, err error) {
-	code := produceCode(err)
-	var failed []failure
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, code: code.Code, msg: describe(err)})
-		}
-	}
-	logOf(c).Warn("record-encryption: refused a produce request", "version", r.Version, "error_code", code.Message, "err", err)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = r.Version
-	addProduceFailures(resp, failed)
-	req.Respond(resp)
+	filter.AnswerProduce(c, req, r, failed, &f.pending)
 }
 
 // sealPartition encrypts one partition's records.
@@ -118,43 +95,4 @@ func (f *Filter) sealPartition(ctx context.Context, topic string, pol *topicPoli
 	defer putScratch(s)
 	j := sealer{f: f, ctx: ctx, topic: topic, kek: pol.kek, s: s}
 	return j.sealRecords(records)
-}
-
-// addProduceErrors adds the entries of partitions taken out of the request
-// to the broker's response.
-func (f *Filter) addProduceErrors(c *filter.Context, corr int32, r *kmsg.ProduceResponse) {
-	if fs := f.take(c, corr); len(fs) > 0 {
-		addProduceFailures(r, fs)
-	}
-}
-
-func addProduceFailures(r *kmsg.ProduceResponse, fs []failure) {
-	for _, fl := range fs {
-		i := slices.IndexFunc(r.Topics, func(t kmsg.ProduceResponseTopic) bool { return fl.of(r.Version, t.Topic, t.TopicID) })
-		if i < 0 {
-			i = len(r.Topics)
-			t := kmsg.NewProduceResponseTopic()
-			t.Topic, t.TopicID = fl.topic, fl.topicID
-			r.Topics = append(r.Topics, t)
-		}
-		p := kmsg.NewProduceResponseTopicPartition()
-		p.Partition = fl.partition
-		p.ErrorCode = fl.code
-		p.BaseOffset = -1
-		msg := fl.msg
-		p.ErrorMessage = &msg
-		r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
-	}
-}
-
-// resolveTopic maps a topic ID to its name through the gateway.
-func resolveTopic(ctx context.Context, c *filter.Context, id [16]byte) (string, error) {
-	if c.Topics == nil {
-		return "", fmt.Errorf("%w: %x (no resolver)", errTopicID, id)
-	}
-	name, err := c.Topics.TopicName(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("%w: %x: %w", errTopicID, id, err)
-	}
-	return name, nil
 }

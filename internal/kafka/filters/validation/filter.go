@@ -18,8 +18,6 @@ package validation
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +49,7 @@ type Filter struct {
 	// pending counts the error entries waiting, on all connections, to be
 	// added to Produce responses; while there are none, Produce responses
 	// stay on the byte-copy path.
-	pending filter.PerRequest[failure]
+	pending filter.PerRequest[filter.Refused]
 }
 
 // New returns the filter for cfg. It reads schema files and compiles the
@@ -110,74 +108,13 @@ func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
 // OnResponse implements filter.ResponseHandler.
 func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 	if r, ok := resp.Body.(*kmsg.ProduceResponse); ok {
-		if fs := f.take(c, resp.Header.CorrelationID); len(fs) > 0 {
-			addFailures(r, fs)
-		}
+		filter.AddProduceRefused(r, f.pending.Take(c, resp.Header.CorrelationID))
 	}
 	return nil
 }
 
-// ctxOf is the context of a connection; a test may leave it unset.
-func ctxOf(c *filter.Context) context.Context {
-	if c.Ctx != nil {
-		return c.Ctx
-	}
-	return context.Background()
-}
-
-func logOf(c *filter.Context) *slog.Logger {
-	if c.Log != nil {
-		return c.Log
-	}
-	return slog.Default()
-}
-
-// failure is a partition the filter took out of a request, with the answer
-// its producer gets.
-type failure struct {
-	topic     string
-	topicID   [16]byte
-	partition int32
-	code      int16
-	msg       string
-	records   []kmsg.ProduceResponseTopicPartitionErrorRecord
-}
-
-// of reports whether fl is about the response topic named name (before
-// version 13) or with topic ID id (13 and later).
-func (fl *failure) of(version int16, name string, id [16]byte) bool {
-	if version >= 13 {
-		return id == fl.topicID
-	}
-	return name == fl.topic
-}
-
-func (f *Filter) remember(c *filter.Context, corr int32, fs []failure) {
-	f.pending.Add(c, corr, fs...)
-}
-
-func (f *Filter) take(c *filter.Context, corr int32) []failure {
-	return f.pending.Take(c, corr)
-}
-
 // errVersion is a Produce version newer than this filter reads.
 var errVersion = errors.New("request version not supported by the record-validation filter")
-
-// errTopicID is a topic ID (Produce v13+) that did not resolve, so which
-// rule applies cannot be known.
-var errTopicID = errors.New("topic ID does not resolve to a name")
-
-// resolveTopic maps a topic ID to its name through the gateway.
-func resolveTopic(ctx context.Context, c *filter.Context, id [16]byte) (string, error) {
-	if c.Topics == nil {
-		return "", fmt.Errorf("%w: %x (no resolver)", errTopicID, id)
-	}
-	name, err := c.Topics.TopicName(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("%w: %x: %w", errTopicID, id, err)
-	}
-	return name, nil
-}
 
 var (
 	_ filter.RequestHandler  = (*Filter)(nil)

@@ -3,7 +3,6 @@ package validation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,11 +19,13 @@ import (
 // go upstream as they came.
 func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.ProduceRequest) {
 	if r.Version > maxProduceVersion {
-		f.refuseAll(c, req, r, fmt.Errorf("%w: Produce v%d (this filter reads up to v%d)", errVersion, r.Version, maxProduceVersion))
+		err := fmt.Errorf("%w: Produce v%d (this filter reads up to v%d)", errVersion, r.Version, maxProduceVersion)
+		c.Logger().Warn("record-validation: refused a produce request", "version", r.Version, "err", err)
+		filter.RefuseProduce(req, r, kerr.UnsupportedVersion.Code, "strait record-validation: "+err.Error())
 		return
 	}
 	var (
-		failed []failure
+		failed []filter.Refused
 		lookup context.Context
 		cancel context.CancelFunc
 	)
@@ -33,7 +34,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 	// timer.
 	lookupCtx := func() context.Context {
 		if lookup == nil {
-			lookup, cancel = context.WithTimeout(ctxOf(c), f.lookupTimeout)
+			lookup, cancel = context.WithTimeout(c.Context(), f.lookupTimeout)
 		}
 		return lookup
 	}
@@ -46,15 +47,15 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 	for _, t := range r.Topics {
 		name := t.Topic
 		if r.Version >= 13 {
-			n, err := resolveTopic(ctxOf(c), c, t.TopicID)
+			n, err := c.TopicName(t.TopicID)
 			if err != nil {
 				// Which rule applies cannot be known: refuse rather
 				// than pass records unchecked. Retriable.
 				msg := "strait record-validation: " + err.Error()
 				for _, p := range t.Partitions {
-					failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, code: kerr.UnknownTopicID.Code, msg: msg})
+					failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: kerr.UnknownTopicID.Code, Message: msg})
 				}
-				logOf(c).Warn("record-validation: refused a produce to a topic ID that does not resolve; none of its records went to the broker",
+				c.Logger().Warn("record-validation: refused a produce to a topic ID that does not resolve; none of its records went to the broker",
 					"topic_id", fmt.Sprintf("%x", t.TopicID), "partitions", len(t.Partitions), "err", err)
 				continue
 			}
@@ -65,7 +66,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 			topics = append(topics, t)
 			continue
 		}
-		ctx := ctxOf(c)
+		ctx := c.Context()
 		if ru.schemas {
 			ctx = lookupCtx()
 		}
@@ -77,7 +78,7 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 				parts = append(parts, p)
 				continue
 			}
-			failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, code: v.code.Code, msg: v.msg, records: v.records})
+			failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: v.code.Code, Message: v.msg, Records: v.records})
 		}
 		if len(parts) > 0 {
 			t.Partitions = parts
@@ -85,19 +86,13 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 		}
 	}
 	r.Topics = topics
-	switch {
-	case len(failed) == 0:
+	if len(failed) == 0 {
 		// Every selected batch is valid (or warned about): the client's
 		// bytes go upstream as they came.
 		req.Unchanged()
-	case len(r.Topics) == 0:
-		resp := kmsg.NewPtrProduceResponse()
-		resp.Version = r.Version
-		addFailures(resp, failed)
-		req.Respond(resp)
-	case r.Acks != 0:
-		f.remember(c, req.Header.CorrelationID, failed)
+		return
 	}
+	filter.AnswerProduce(c, req, r, failed, &f.pending)
 }
 
 // account counts a partition's verdict, logs a refused or warned batch, and
@@ -113,53 +108,14 @@ func (f *Filter) account(c *filter.Context, topic string, partition int32, ru *r
 		return false
 	case ru.warn:
 		m.warned.Inc()
-		logOf(c).Warn("record-validation: forwarded a batch that does not pass its rule (mode warn)",
+		c.Logger().Warn("record-validation: forwarded a batch that does not pass its rule (mode warn)",
 			"topic", topic, "partition", partition, "rule", ru.desc, "error_code", v.code.Message,
 			"invalid_records", v.invalid, "unchecked_records", v.unchecked, "reason", v.reason)
 		return false
 	}
 	m.refused.Inc()
-	logOf(c).Warn("record-validation: refused a produce to a partition; none of its records went to the broker",
+	c.Logger().Warn("record-validation: refused a produce to a partition; none of its records went to the broker",
 		"topic", topic, "partition", partition, "rule", ru.desc, "error_code", v.code.Message,
 		"invalid_records", v.invalid, "unchecked_records", v.unchecked, "reason", v.reason)
 	return true
-}
-
-// refuseAll answers the whole request with err for every partition.
-func (f *Filter) refuseAll(c *filter.Context, req *filter.Request, r *kmsg.ProduceRequest, err error) {
-	msg := "strait record-validation: " + err.Error()
-	var failed []failure
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			failed = append(failed, failure{topic: t.Topic, topicID: t.TopicID, partition: p.Partition, code: kerr.UnsupportedVersion.Code, msg: msg})
-		}
-	}
-	logOf(c).Warn("record-validation: refused a produce request", "version", r.Version, "err", err)
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = r.Version
-	addFailures(resp, failed)
-	req.Respond(resp)
-}
-
-// addFailures adds an entry per refused partition to a Produce response,
-// under its topic's entry (made if the broker's answer has none).
-func addFailures(r *kmsg.ProduceResponse, fs []failure) {
-	for i := range fs {
-		fl := &fs[i]
-		ti := slices.IndexFunc(r.Topics, func(t kmsg.ProduceResponseTopic) bool { return fl.of(r.Version, t.Topic, t.TopicID) })
-		if ti < 0 {
-			ti = len(r.Topics)
-			t := kmsg.NewProduceResponseTopic()
-			t.Topic, t.TopicID = fl.topic, fl.topicID
-			r.Topics = append(r.Topics, t)
-		}
-		p := kmsg.NewProduceResponseTopicPartition()
-		p.Partition = fl.partition
-		p.ErrorCode = fl.code
-		p.BaseOffset = -1
-		msg := fl.msg
-		p.ErrorMessage = &msg // v8+; left out of older versions
-		p.ErrorRecords = fl.records
-		r.Topics[ti].Partitions = append(r.Topics[ti].Partitions, p)
-	}
 }

@@ -1,0 +1,91 @@
+package filter
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Refused is a partition a filter took out of a request, so that none of
+// its records reach the broker, with the error its client gets for it
+// instead. The filter answers the request itself when nothing is left to
+// send, or adds the entry to the broker's answer (AnswerProduce,
+// AddProduceRefused).
+type Refused struct {
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	Code      int16
+	Message   string
+	// Records are the KIP-467 record errors of a Produce partition.
+	Records []kmsg.ProduceResponseTopicPartitionErrorRecord
+}
+
+// About reports whether r belongs under the response topic named name
+// (before version 13) or with topic ID id (13 and later: Produce and Fetch
+// switched to IDs at the same version).
+func (r *Refused) About(version int16, name string, id [16]byte) bool {
+	if version >= 13 {
+		return id == r.TopicID
+	}
+	return name == r.Topic
+}
+
+// AnswerProduce answers for the partitions a filter took out of r, a
+// Produce request: at once, through req.Respond, when r has no topic left
+// to send; otherwise they are kept in pending under the request's
+// correlation id, for the filter's OnResponse to add to the broker's answer
+// with AddProduceRefused. With acks=0 no answer ever comes, and the
+// partitions are simply dropped.
+func AnswerProduce(c *Context, req *Request, r *kmsg.ProduceRequest, refused []Refused, pending *PerRequest[Refused]) {
+	switch {
+	case len(refused) == 0:
+	case len(r.Topics) == 0:
+		resp := kmsg.NewPtrProduceResponse()
+		resp.Version = r.Version
+		AddProduceRefused(resp, refused)
+		req.Respond(resp)
+	case r.Acks != 0:
+		pending.Add(c, req.Header.CorrelationID, refused...)
+	}
+}
+
+// RefuseProduce answers the whole of r itself, every partition with code
+// and msg.
+func RefuseProduce(req *Request, r *kmsg.ProduceRequest, code int16, msg string) {
+	var refused []Refused
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			refused = append(refused, Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: code, Message: msg})
+		}
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = r.Version
+	AddProduceRefused(resp, refused)
+	req.Respond(resp)
+}
+
+// AddProduceRefused adds an entry per refused partition to a Produce
+// response, under its topic's entry (made if the response has none): the
+// error code, the message (v8+), the record errors, and a base offset of
+// -1 as from a broker.
+func AddProduceRefused(resp *kmsg.ProduceResponse, refused []Refused) {
+	for i := range refused {
+		r := &refused[i]
+		ti := slices.IndexFunc(resp.Topics, func(t kmsg.ProduceResponseTopic) bool { return r.About(resp.Version, t.Topic, t.TopicID) })
+		if ti < 0 {
+			ti = len(resp.Topics)
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic, t.TopicID = r.Topic, r.TopicID
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewProduceResponseTopicPartition()
+		p.Partition = r.Partition
+		p.ErrorCode = r.Code
+		p.BaseOffset = -1
+		msg := r.Message
+		p.ErrorMessage = &msg // v8+; left out of older versions
+		p.ErrorRecords = r.Records
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
+	}
+}

@@ -24,51 +24,49 @@ var commit = ""
 const commitHint = `commit unknown: the go command records it only when building in a git checkout without -buildvcs=false (check GOFLAGS); or stamp it:
   go build -ldflags "-X github.com/straitgw/strait/internal/cli.commit=$(git rev-parse --short=12 HEAD)" -o strait ./cmd/strait`
 
-func versionString() string {
-	var settings []debug.BuildSetting
+func versionString() string { return versionFrom(commit, buildSettings()) }
+
+func buildSettings() []debug.BuildSetting {
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		settings = bi.Settings
+		return bi.Settings
 	}
-	return versionFrom(commit, settings)
+	return nil
 }
 
 // versionFrom formats the version line from the stamped commit, if any,
 // else the go command's VCS settings.
 func versionFrom(stamped string, settings []debug.BuildSetting) string {
-	rev, dirty := "unknown", ""
-	if stamped != "" {
-		rev = stamped
-	} else {
-		for _, s := range settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-				if len(rev) > 12 {
-					rev = rev[:12]
-				}
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "+dirty"
-				}
-			}
-		}
+	rev := revision(stamped, settings)
+	if rev == "" {
+		rev = "unknown"
 	}
-	return fmt.Sprintf("strait %s (commit %s%s, %s, %s/%s)", Version, rev, dirty, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("strait %s (commit %s, %s, %s/%s)", Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// commitKnown says whether versionString names a commit.
-func commitKnown() bool {
-	if commit != "" {
-		return true
+// revision is the commit strait was built from: the stamped one, else the
+// go command's (with "+dirty" for a modified tree), else "".
+func revision(stamped string, settings []debug.BuildSetting) string {
+	if stamped != "" {
+		return stamped
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return true
+	rev, dirty := "", ""
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
 			}
 		}
 	}
-	return false
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
 }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -77,7 +75,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintln(stdout, versionString())
-	if !commitKnown() {
+	if revision(commit, buildSettings()) == "" {
 		// On stderr: stdout stays the one line scripts read.
 		fmt.Fprintln(stderr, commitHint)
 	}

@@ -174,9 +174,17 @@ func waitFor(t *testing.T, cond func() bool) {
 // not after small use, and not more often than asked.
 func TestOnIdle(t *testing.T) {
 	b := New(1000)
+	const every = 200 * time.Millisecond
 	var runs atomic.Int64
-	b.OnIdle(500, 10*time.Millisecond, 200*time.Millisecond, func() { runs.Add(1) })
+	var lasts []time.Time // when each run started, as the budget records it
+	b.OnIdle(500, 10*time.Millisecond, every, func() {
+		b.mu.Lock()
+		lasts = append(lasts, b.idle.last)
+		b.mu.Unlock()
+		runs.Add(1)
+	})
 	ctx := context.Background()
+	armed := func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.idleTimer != nil }
 
 	take := func(n int64) {
 		if err := b.Acquire(ctx, n); err != nil {
@@ -185,9 +193,8 @@ func TestOnIdle(t *testing.T) {
 		b.Release(n)
 	}
 	take(100) // small: no hook
-	time.Sleep(50 * time.Millisecond)
-	if runs.Load() != 0 {
-		t.Fatal("the hook ran after use under its minimum")
+	if armed() {
+		t.Fatal("the hook is due after use under its minimum")
 	}
 
 	// A burst: two holders, the hook waits for both to finish.
@@ -195,23 +202,23 @@ func TestOnIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	take(400)
-	time.Sleep(50 * time.Millisecond)
-	if runs.Load() != 0 {
-		t.Fatal("the hook ran while bytes were held")
+	if armed() {
+		t.Fatal("the hook is due while bytes are held")
 	}
 	b.Release(300)
 	waitFor(t, func() bool { return runs.Load() == 1 })
 
-	// A second burst right after: at most once per 200 ms.
-	start := time.Now()
+	// A second burst right after: at most once per every.
 	take(600)
 	waitFor(t, func() bool { return runs.Load() == 2 })
-	if d := time.Since(start); d < 150*time.Millisecond {
-		t.Errorf("the hook ran again after %s, sooner than once per 200 ms", d)
+	b.mu.Lock()
+	gap := lasts[1].Sub(lasts[0])
+	b.mu.Unlock()
+	if gap < every {
+		t.Errorf("the hook ran again %s after the last run, sooner than once per %s", gap, every)
 	}
 	take(100)
-	time.Sleep(300 * time.Millisecond)
-	if runs.Load() != 2 {
-		t.Errorf("the hook ran %d times, want 2: small use since the last run", runs.Load())
+	if armed() || runs.Load() != 2 {
+		t.Errorf("the hook is due again (ran %d times) after small use since the last run", runs.Load())
 	}
 }

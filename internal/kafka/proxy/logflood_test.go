@@ -1,32 +1,13 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/straitgw/strait/internal/telemetry"
+	"github.com/straitgw/strait/internal/testkit"
 )
-
-// lockedBuffer collects log output written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) count(sub string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.b.String(), sub)
-}
 
 // One client that opens connection after connection and sends garbage must
 // not write a warning per connection: with the process logger, the first
@@ -34,7 +15,7 @@ func (b *lockedBuffer) count(sub string) int {
 // so a misbehaving client cannot fill the gateway's disk.
 func TestLogFloodFromOneClientIsFolded(t *testing.T) {
 	t.Parallel()
-	var out lockedBuffer
+	var out testkit.SyncBuffer
 	log, err := telemetry.NewLogger(&out, "info", "text")
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +33,12 @@ func TestLogFloodFromOneClientIsFolded(t *testing.T) {
 		c.Close()
 	}
 	g.waitErr(t, errFrameTooLarge, conns)
-	if n := out.count("level=WARN"); n > 2 {
+	logs := out.String()
+	if n := strings.Count(logs, "level=WARN"); n > 2 {
 		t.Fatalf("%d warnings written for %d bad connections from one client, want the first only (and at most one summary):\n%s",
-			n, conns, out.b.String()[:min(out.b.Len(), 2000)])
+			n, conns, logs[:min(len(logs), 2000)])
 	}
-	if n := out.count("frame"); n == 0 {
-		t.Fatalf("the first occurrence was not written in full:\n%s", out.b.String())
+	if n := strings.Count(logs, "frame"); n == 0 {
+		t.Fatalf("the first occurrence was not written in full:\n%s", logs)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/membudget"
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // Attribute bits of the codecs, as a batch carries them.
@@ -106,28 +107,11 @@ func bombs(t testing.TB) map[string][]byte {
 }
 
 // logBuffer is a filter.Context whose log lines are kept.
-func logBuffer(t testing.TB) (*filter.Context, *syncBuffer) {
+func logBuffer(t testing.TB) (*filter.Context, *testkit.SyncBuffer) {
 	c := testCtx(t)
-	var buf syncBuffer
+	var buf testkit.SyncBuffer
 	c.Log = slog.New(slog.NewTextHandler(&buf, nil))
 	return c, &buf
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // allocated is how many bytes the heap handed out while fn ran.

@@ -495,7 +495,7 @@ func (c *Codecs) unsnappy(dst, src []byte) ([]byte, error) {
 	if n == 0 {
 		return dst, nil
 	}
-	dst, at := grow(dst, n)
+	dst, at := Grow(dst, n)
 	out, err := s2.Decode(dst[at:], src)
 	if err != nil {
 		return dst[:at], fmt.Errorf("%w: snappy: %w", ErrCodec, err)
@@ -724,7 +724,7 @@ func (c *Codecs) Compress(dst []byte, k Codec, src []byte, xerial bool) ([]byte,
 		for len(src) > 0 {
 			n := min(len(src), xerialBlock)
 			var at int
-			dst, at = grow(dst, 4)
+			dst, at = Grow(dst, 4)
 			dst = appendSnappy(dst, src[:n])
 			binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 			src = src[n:]
@@ -751,9 +751,10 @@ func CompressBound(k Codec, n int) int {
 	return n + n/128 + 256
 }
 
-// grow extends b by n bytes and returns it with the position of the new
-// bytes, whose contents are undefined.
-func grow(b []byte, n int) ([]byte, int) {
+// Grow extends b by n bytes and returns it with the position of the new
+// bytes, whose contents are undefined: room for a filter to write a batch
+// part in place (a decompressed block, a sealed value).
+func Grow(b []byte, n int) ([]byte, int) {
 	at := len(b)
 	if cap(b)-at < n {
 		nb := make([]byte, at, 2*cap(b)+n)
@@ -765,7 +766,7 @@ func grow(b []byte, n int) ([]byte, int) {
 
 // appendSnappy appends src as one raw snappy block.
 func appendSnappy(dst, src []byte) []byte {
-	dst, at := grow(dst, s2.MaxEncodedLen(len(src)))
+	dst, at := Grow(dst, s2.MaxEncodedLen(len(src)))
 	out := s2.EncodeSnappy(dst[at:], src)
 	return dst[:at+len(out)]
 }

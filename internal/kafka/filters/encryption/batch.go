@@ -17,15 +17,3 @@ func uvarintLen(u uint64) int {
 
 // bytesFieldLen is the size of a varint-length-prefixed field of n bytes.
 func bytesFieldLen(n int) int { return varintLen(int64(n)) + n }
-
-// grow extends b by n bytes and returns it with the position of the new
-// bytes, whose contents are undefined.
-func grow(b []byte, n int) ([]byte, int) {
-	at := len(b)
-	if cap(b)-at < n {
-		nb := make([]byte, at, 2*cap(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:at+n], at
-}

@@ -215,12 +215,12 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 	ptAt := -1
 	switch {
 	case sealedHeaders:
-		dst, ptAt = grow(dst, ptLen)
+		dst, ptAt = recordbatch.Grow(dst, ptLen)
 	case r.ValueNull:
 		dst = binary.AppendVarint(dst, -1)
 	default:
 		dst = binary.AppendVarint(dst, int64(ptLen))
-		dst, ptAt = grow(dst, ptLen)
+		dst, ptAt = recordbatch.Grow(dst, ptLen)
 	}
 	if !sealedHeaders {
 		dst = binary.AppendVarint(dst, int64(headerCount))

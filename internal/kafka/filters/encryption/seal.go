@@ -298,7 +298,7 @@ func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte
 		dst = binary.AppendVarint(dst, -1)
 	} else {
 		dst = binary.AppendVarint(dst, int64(ctLen))
-		dst, ctAt = grow(dst, ctLen)
+		dst, ctAt = recordbatch.Grow(dst, ctLen)
 	}
 	dst = binary.AppendVarint(dst, int64(headerCount))
 	dst = binary.AppendVarint(dst, int64(len(markerKey)))
@@ -306,7 +306,7 @@ func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte
 	dst = binary.AppendVarint(dst, int64(markerLen))
 	dst = append(dst, s.fixed...)
 	if flags&flagInMarker != 0 {
-		dst, ctAt = grow(dst, ctLen)
+		dst, ctAt = recordbatch.Grow(dst, ctLen)
 	}
 	dst = append(dst, otherHeaders...)
 

@@ -145,13 +145,9 @@ func (c *Config) Validate() error {
 			needSchemas = needSchemas || p.rule.Schema != nil
 		}
 	}
-	switch {
-	case needSchemas:
-		if err := c.Config.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	case c.Registry != nil || len(c.Schemas) > 0:
-		// Not used by any rule, but a mistake in it is still one.
+	// Where schemas come from is checked when a rule uses it, and when it
+	// is set though no rule does: a mistake in it is still one.
+	if needSchemas || c.Registry != nil || len(c.Schemas) > 0 {
 		if err := c.Config.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -82,7 +82,7 @@ schemas:
 		t.Fatal(err)
 	}
 	a := f.rules.get("a")
-	if a.index != 0 || a.warn {
+	if a.label != "0" || a.warn {
 		t.Errorf("a: the first matching rule applies in reject mode by default; got %+v", a)
 	}
 	if !a.value.allowNull || a.value.allowEmpty || a.value.jsonOpts.RejectDuplicateKeys {
@@ -91,7 +91,7 @@ schemas:
 	if !a.key.allowNull || !a.key.allowEmpty || a.key.maxBytes != 10 {
 		t.Errorf("a part with no format check allows null and empty: %+v", a.key)
 	}
-	if b := f.rules.get("bx"); b == nil || b.index != 1 || b.value.schema == nil {
+	if b := f.rules.get("bx"); b == nil || b.label != "1" || b.value.schema == nil {
 		t.Errorf("bx: %+v", b)
 	}
 	if f.lookupTimeout != DefaultLookupTimeout {

@@ -13,7 +13,6 @@ import (
 
 // rule is a config rule made ready to check records.
 type rule struct {
-	index int
 	label string // the metric label: the rule's index
 	desc  string // how messages name it: rules[0] (orders*)
 	sel   *topicsel.Selector
@@ -42,7 +41,6 @@ func compileRules(cfg []Rule) ([]*rule, bool) {
 	needSchemas := false
 	for i, r := range cfg {
 		cr := &rule{
-			index: i,
 			label: strconv.Itoa(i),
 			desc:  fmt.Sprintf("rules[%d] (%s)", i, strings.Join(r.Topics, ", ")),
 			sel:   topicsel.New(r.Topics),

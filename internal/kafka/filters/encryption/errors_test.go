@@ -75,6 +75,23 @@ func (r *wireReader) nullableString() string {
 	return string(r.take(n))
 }
 
+// toFirstPartition skips to the first partition of the first topic of a
+// Produce or Fetch response, whose topics go by ID from version 13.
+func (r *wireReader) toFirstPartition(version int16) {
+	r.t.Helper()
+	if n := r.arrayLen(); n < 1 {
+		r.t.Fatalf("v%d: %d topics", version, n)
+	}
+	if version >= 13 {
+		r.take(16)
+	} else {
+		r.take(r.length(true))
+	}
+	if n := r.arrayLen(); n < 1 {
+		r.t.Fatalf("v%d: %d partitions", version, n)
+	}
+}
+
 // wireFetchPartition is the first partition of the first topic of an
 // encoded Fetch response.
 type wireFetchPartition struct {
@@ -96,17 +113,7 @@ func readFetchPartition(t *testing.T, version int16, b []byte) wireFetchPartitio
 		r.int16() // error code
 		r.int32() // session id
 	}
-	if n := r.arrayLen(); n < 1 {
-		t.Fatalf("v%d: %d topics", version, n)
-	}
-	if version >= 13 {
-		r.take(16)
-	} else {
-		r.take(r.length(true))
-	}
-	if n := r.arrayLen(); n < 1 {
-		t.Fatalf("v%d: %d partitions", version, n)
-	}
+	r.toFirstPartition(version)
 	var p wireFetchPartition
 	r.int32() // partition
 	p.code = r.int16()
@@ -296,17 +303,7 @@ type wireProducePartition struct {
 func readProducePartition(t *testing.T, version int16, b []byte) wireProducePartition {
 	t.Helper()
 	r := &wireReader{t: t, b: b, flexible: version >= 9}
-	if n := r.arrayLen(); n < 1 {
-		t.Fatalf("v%d: %d topics", version, n)
-	}
-	if version >= 13 {
-		r.take(16)
-	} else {
-		r.take(r.length(true))
-	}
-	if n := r.arrayLen(); n < 1 {
-		t.Fatalf("v%d: %d partitions", version, n)
-	}
+	r.toFirstPartition(version)
 	var p wireProducePartition
 	r.int32() // partition
 	p.code = r.int16()

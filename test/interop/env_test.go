@@ -193,13 +193,21 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 		checkGatewayErrors(t, reg)
 		checkHandshakeLog(t, logs.String())
 	})
-	// The gateway opens its node listeners in the background; wait for
-	// them so no client is told about a port that is not open yet.
+	waitNodeListeners(t, base, e.caPool)
+	return e
+}
+
+// waitNodeListeners waits until the node listeners of the gateway whose
+// bootstrap port is base accept connections (TLS ones if pool is set). A
+// gateway opens them in the background: no client may be told about a
+// port that is not open yet.
+func waitNodeListeners(t *testing.T, base int, pool *x509.CertPool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; n < numBrokers; n++ {
-		addr := fmt.Sprintf("127.0.0.1:%d", base+1+n)
+	for n := range numBrokers {
+		addr := testkit.Addr(base + 1 + n)
 		for {
-			err := probe(addr, e.caPool)
+			err := probe(addr, pool)
 			if err == nil {
 				break
 			}
@@ -209,7 +217,6 @@ func startEnv(t *testing.T, opts ...envOpt) *env {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return e
 }
 
 // advertiseProduceV0 makes kfake list Produce from version 0 in its

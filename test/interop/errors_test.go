@@ -138,25 +138,11 @@ func startSealingGateway(t *testing.T, e *env) (string, func()) {
 	if err := vc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for n := range numBrokers {
-		waitListening(t, testkit.Addr(base+1+n))
-	}
+	waitNodeListeners(t, base, nil)
 	return vc.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		vc.Shutdown(ctx)
-	}
-}
-
-// waitListening waits until addr accepts connections.
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for probe(addr, nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway node listener %s never opened", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,6 +1,7 @@
 package devregistry
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func (r *Registry) readBody(w http.ResponseWriter, req *http.Request, v any) err
 		}
 		return errBadRequest("reading the request body: " + err.Error())
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return errUnprocessable("the request body is empty; it should be a JSON object")
 	}
 	if err := json.Unmarshal(body, v); err != nil {

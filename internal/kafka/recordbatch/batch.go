@@ -7,7 +7,7 @@
 // so that producer id, epoch, base sequence, timestamps, attributes and
 // record prefixes reach the other side exactly as they were sent.
 //
-// It imports only internal/kafka/membudget.
+// It imports only internal/kafka/membudget (and franz-go's error codes).
 package recordbatch
 
 import (
@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The record batch (magic 2):
@@ -69,6 +71,35 @@ var (
 	ErrBusy          = errors.New("the gateway's decompression budget stayed spent")
 	ErrTrailingBytes = errors.New("record batch holds bytes after its last record")
 )
+
+// ProduceCode is the error code a producer gets for a batch refused with
+// one of the errors above, as a broker would answer it; nil for any other
+// error:
+//
+//	legacy message format (magic 0/1)   UNSUPPORTED_FOR_MESSAGE_FORMAT
+//	decompresses over max_batch_bytes   MESSAGE_TOO_LARGE
+//	batch CRC mismatch                  CORRUPT_MESSAGE (retriable, as from a broker)
+//	decompression budget stays spent    KAFKA_STORAGE_ERROR (retriable)
+//	a malformed batch or record, an unknown codec, data that does not
+//	decompress, a batch over max_compression_ratio (a retry would send
+//	the same bomb)                      INVALID_RECORD
+func ProduceCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, ErrOldFormat):
+		return kerr.UnsupportedForMessageFormat
+	case errors.Is(err, ErrTooLarge):
+		return kerr.MessageTooLarge
+	case errors.Is(err, ErrBadCRC):
+		return kerr.CorruptMessage
+	case errors.Is(err, ErrBusy):
+		return kerr.KafkaStorageError
+	case errors.Is(err, ErrBadBatch), errors.Is(err, ErrBadRecord), errors.Is(err, ErrTruncated),
+		errors.Is(err, ErrTrailingBytes), errors.Is(err, ErrUnknownCodec), errors.Is(err, ErrCodec),
+		errors.Is(err, ErrRatio):
+		return kerr.InvalidRecord
+	}
+	return nil
+}
 
 // Next splits the first batch (or legacy message) off b. A b that ends
 // inside the batch returns ErrTruncated: a Fetch response may legitimately

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/membudget"
@@ -243,4 +245,23 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d bytes of the budget still held", c.Budget().InUse())
 		}
 	})
+}
+
+// Each batch error gets the code a broker would answer a producer with;
+// other errors are left to the filter.
+func TestProduceCode(t *testing.T) {
+	for err, want := range map[error]*kerr.Error{
+		ErrOldFormat:                             kerr.UnsupportedForMessageFormat,
+		ErrTooLarge:                              kerr.MessageTooLarge,
+		ErrBadCRC:                                kerr.CorruptMessage,
+		fmt.Errorf("%w: waited", ErrBusy):        kerr.KafkaStorageError,
+		fmt.Errorf("record 3: %w", ErrBadRecord): kerr.InvalidRecord,
+		ErrRatio:                                 kerr.InvalidRecord,
+		ErrTrailingBytes:                         kerr.InvalidRecord,
+		errors.New("something else"):             nil,
+	} {
+		if got := ProduceCode(err); got != want {
+			t.Errorf("ProduceCode(%v) = %v, want %v", err, got, want)
+		}
+	}
 }

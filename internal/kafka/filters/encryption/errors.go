@@ -18,34 +18,27 @@ var errVersion = errors.New("request version not supported by the record-encrypt
 // the error code its producer gets. Retriable codes where a retry can help,
 // non-retriable ones where it cannot:
 //
+//	a batch that cannot be read       as recordbatch.ProduceCode says: legacy
+//	                                  format UNSUPPORTED_FOR_MESSAGE_FORMAT, over
+//	                                  max_batch_bytes MESSAGE_TOO_LARGE, CRC
+//	                                  mismatch CORRUPT_MESSAGE, budget spent
+//	                                  KAFKA_STORAGE_ERROR, malformed or over
+//	                                  max_compression_ratio INVALID_RECORD
 //	KMS unavailable, timed out        KAFKA_STORAGE_ERROR (retriable)
 //	KEK missing (on_missing_kek: reject), KEK name over 255 bytes
 //	                                  POLICY_VIOLATION
-//	legacy message format (magic 0/1) UNSUPPORTED_FOR_MESSAGE_FORMAT
-//	batch decompresses over the limit MESSAGE_TOO_LARGE
-//	batch over max_compression_ratio  INVALID_RECORD (a retry sends the same bomb)
-//	decompression budget stays spent  KAFKA_STORAGE_ERROR (retriable, as a timeout)
-//	batch CRC mismatch                CORRUPT_MESSAGE (retriable, as from a broker)
-//	malformed batch or record         INVALID_RECORD
 //	topic ID does not resolve         UNKNOWN_TOPIC_ID (retriable)
 //	request version too new           UNSUPPORTED_VERSION
 //	anything else                     UNKNOWN_SERVER_ERROR
 func produceCode(err error) *kerr.Error {
+	if code := recordbatch.ProduceCode(err); code != nil {
+		return code
+	}
 	switch {
 	case errors.Is(err, kms.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.KafkaStorageError
 	case errors.Is(err, kms.ErrKeyNotFound), errors.Is(err, errKEKName):
 		return kerr.PolicyViolation
-	case errors.Is(err, recordbatch.ErrOldFormat):
-		return kerr.UnsupportedForMessageFormat
-	case errors.Is(err, recordbatch.ErrTooLarge):
-		return kerr.MessageTooLarge
-	case errors.Is(err, recordbatch.ErrBadCRC):
-		return kerr.CorruptMessage
-	case errors.Is(err, recordbatch.ErrBadBatch), errors.Is(err, recordbatch.ErrBadRecord), errors.Is(err, recordbatch.ErrTruncated),
-		errors.Is(err, recordbatch.ErrTrailingBytes), errors.Is(err, recordbatch.ErrUnknownCodec), errors.Is(err, recordbatch.ErrCodec),
-		errors.Is(err, recordbatch.ErrRatio):
-		return kerr.InvalidRecord
 	case errors.Is(err, filter.ErrUnknownTopicID):
 		return kerr.UnknownTopicID
 	case errors.Is(err, errVersion):

@@ -257,24 +257,15 @@ func (c *checker) finish() verdict {
 }
 
 // batchCode maps why a batch could not be read to the error code its
-// producer gets, as the record-encryption filter does:
-//
-//	legacy message format (magic 0/1)   UNSUPPORTED_FOR_MESSAGE_FORMAT
-//	decompresses over max_batch_bytes   MESSAGE_TOO_LARGE
-//	batch CRC mismatch                  CORRUPT_MESSAGE (retriable, as from a broker)
-//	decompression budget stays spent    KAFKA_STORAGE_ERROR (retriable)
-//	anything else: a malformed batch or record, an unknown codec, data
-//	that does not decompress, a batch over max_compression_ratio
-//	                                    INVALID_RECORD
+// producer gets: as for any filter that reads batches
+// (recordbatch.ProduceCode), and for anything else (a cancelled or timed
+// out read, a decoder that could not be made) KAFKA_STORAGE_ERROR when a
+// retry may pass, INVALID_RECORD otherwise.
 func batchCode(err error) *kerr.Error {
-	switch {
-	case errors.Is(err, recordbatch.ErrOldFormat):
-		return kerr.UnsupportedForMessageFormat
-	case errors.Is(err, recordbatch.ErrTooLarge):
-		return kerr.MessageTooLarge
-	case errors.Is(err, recordbatch.ErrBadCRC):
-		return kerr.CorruptMessage
-	case errors.Is(err, recordbatch.ErrBusy), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	if code := recordbatch.ProduceCode(err); code != nil {
+		return code
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return kerr.KafkaStorageError
 	}
 	return kerr.InvalidRecord

@@ -157,7 +157,14 @@ func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
 func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 	switch r := resp.Body.(type) {
 	case *kmsg.ProduceResponse:
-		filter.AddProduceRefused(r, f.pending.Take(c, resp.Header.CorrelationID))
+		if fs := f.pending.Take(c, resp.Header.CorrelationID); len(fs) > 0 {
+			filter.AddProduceRefused(r, fs)
+		} else {
+			// Decoded only because another request, perhaps on
+			// another connection, had a partition refused: the
+			// broker's bytes go on as they came.
+			resp.Unchanged()
+		}
 	case *kmsg.FetchResponse:
 		if !f.onFetchResponse(c, resp.Header.CorrelationID, r) {
 			// No selected topic had records: let the proxy forward the

@@ -108,7 +108,14 @@ func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
 // OnResponse implements filter.ResponseHandler.
 func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 	if r, ok := resp.Body.(*kmsg.ProduceResponse); ok {
-		filter.AddProduceRefused(r, f.pending.Take(c, resp.Header.CorrelationID))
+		if fs := f.pending.Take(c, resp.Header.CorrelationID); len(fs) > 0 {
+			filter.AddProduceRefused(r, fs)
+		} else {
+			// Decoded only because another request, perhaps on
+			// another connection, had a partition refused: the
+			// broker's bytes go on as they came.
+			resp.Unchanged()
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/schema"
 	"github.com/straitgw/strait/internal/schema/jsonschema"
@@ -380,6 +381,33 @@ func TestAcksZero(t *testing.T) {
 	res, _ = runProduce(t, x.f, c, produceReq(9, 0, map[string]map[int32][]byte{"events": {0: bad}}))
 	if res.answer == nil || res.upstream != nil {
 		t.Fatal("a request with every partition refused went upstream")
+	}
+}
+
+// While another connection waits for a refused partition's answer, Produce
+// responses are decoded; those with nothing to add go on as the broker sent
+// them.
+func TestResponseWithNothingToAddIsUntouched(t *testing.T) {
+	f := newFilter(t, Config{Rules: []Rule{{Topics: []string{"events"}, Value: &PartRule{JSON: &JSONRule{}}}}})
+	other, _ := testCtx(t)
+	f.pending.Add(other, 1, filter.Refused{Topic: "events"})
+	ch, err := filter.NewChain(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ch.ResponseMask(0, 9)
+	if !ch.WantsResponse(m, ch.Len(), 0, 9, nil) {
+		t.Fatal("the response is not looked at while a refusal waits")
+	}
+	c, _ := testCtx(t)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 9
+	fr := filter.Response{Header: filter.Header{Key: 0, Version: 9, CorrelationID: 7}, Body: resp}
+	if err := ch.OnResponse(c, m, ch.Len(), &fr); err != nil {
+		t.Fatal(err)
+	}
+	if !fr.Untouched() {
+		t.Error("a response with nothing to add is re-encoded instead of forwarded as it came")
 	}
 }
 

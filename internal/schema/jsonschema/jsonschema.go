@@ -38,6 +38,8 @@ type Schema struct {
 	// fast is the schema's fast-path form, nil if it uses keywords the
 	// fast path does not support.
 	fast *fastNode
+	// doc is the schema's decoded text, for Tagged.
+	doc any
 }
 
 // mainURL is where the schema being compiled is placed when it has no
@@ -96,7 +98,7 @@ func Compile(text string, refs []Reference) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("json schema: %w", err)
 	}
-	s := &Schema{compiled: compiled}
+	s := &Schema{compiled: compiled, doc: doc}
 	if m, ok := doc.(map[string]any); ok {
 		s.title, _ = m["title"].(string)
 	}

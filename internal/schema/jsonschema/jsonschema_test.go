@@ -3,6 +3,7 @@ package jsonschema
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -180,5 +181,33 @@ func BenchmarkValidateReference(b *testing.B) {
 		if err := s.Validate(rec, SyntaxOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestTagged(t *testing.T) {
+	s, err := Compile(`{
+	  "type": "object",
+	  "properties": {
+	    "ssn": {"type": "string", "confluent:tags": ["PII"]},
+	    "age": {"type": "integer", "confluent:tags": ["PII"]},
+	    "note": {"type": "string", "confluent:tags": ["OTHER"]},
+	    "customer": {"type": "object", "properties": {
+	      "email": {"type": ["string", "null"], "confluent:tags": ["PII", "X"]}
+	    }},
+	    "cards": {"type": "array", "items": {"type": "object", "properties": {
+	      "number": {"type": "string", "confluent:tags": ["PII"]}
+	    }}}
+	  }
+	}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Tagged("PII")
+	want := []string{"cards[*].number", "customer.email", "ssn"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Tagged(PII) = %q, want %q (age is an integer: it cannot hold ciphertext)", got, want)
+	}
+	if got := s.Tagged("NONE"); len(got) != 0 {
+		t.Errorf("Tagged(NONE) = %q, want none", got)
 	}
 }

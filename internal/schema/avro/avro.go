@@ -96,11 +96,17 @@ type node struct {
 	// minSize is a lower bound of the type's encoded size, used to refuse
 	// block counts that the remaining bytes cannot hold.
 	minSize int
+	// logical is the logical type over a primitive or fixed, whether
+	// hamba knows it or not ("" for none). Validation ignores it; the
+	// locator refuses to put ciphertext where a reader would parse one.
+	logical string
 }
 
 type field struct {
 	name string
 	node *node
+	// avro is the field as hamba parsed it, for its properties.
+	avro *hamba.Field
 }
 
 type builder struct {
@@ -133,6 +139,7 @@ func (b *builder) build(s hamba.Schema) (*node, error) {
 		default:
 			return nil, fmt.Errorf("unsupported primitive type %q", s.Type())
 		}
+		n.logical = logicalName(s.Logical(), s.Prop("logicalType"))
 		return n, nil
 	case *hamba.NullSchema:
 		return &node{kind: kNull}, nil
@@ -140,7 +147,8 @@ func (b *builder) build(s hamba.Schema) (*node, error) {
 		if n, ok := b.named[s.FullName()]; ok {
 			return n, nil
 		}
-		n := &node{kind: kFixed, name: s.FullName(), size: s.Size(), minSize: s.Size()}
+		n := &node{kind: kFixed, name: s.FullName(), size: s.Size(), minSize: s.Size(),
+			logical: logicalName(s.Logical(), s.Prop("logicalType"))}
 		b.named[s.FullName()] = n
 		return n, nil
 	case *hamba.EnumSchema:
@@ -163,7 +171,7 @@ func (b *builder) build(s hamba.Schema) (*node, error) {
 			if err != nil {
 				return nil, fmt.Errorf("field %q of %s: %w", f.Name(), s.FullName(), err)
 			}
-			n.fields = append(n.fields, field{name: f.Name(), node: fn})
+			n.fields = append(n.fields, field{name: f.Name(), node: fn, avro: f})
 			n.minSize += fn.minSize
 		}
 		return n, nil
@@ -194,4 +202,17 @@ func (b *builder) build(s hamba.Schema) (*node, error) {
 		return n, nil
 	}
 	return nil, fmt.Errorf("unsupported schema type %T", s)
+}
+
+// logicalName is the name of a type's logical type: the one hamba parsed,
+// or else the "logicalType" property hamba left alone because it does not
+// know it (or it does not fit the type), which other readers may know.
+func logicalName(l hamba.LogicalSchema, prop any) string {
+	if l != nil {
+		return string(l.Type())
+	}
+	if name, ok := prop.(string); ok {
+		return name
+	}
+	return ""
 }

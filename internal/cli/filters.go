@@ -5,5 +5,6 @@ package cli
 // is the one place a new filter is added to the binary.
 import (
 	_ "github.com/straitgw/strait/internal/kafka/filters/encryption"
+	_ "github.com/straitgw/strait/internal/kafka/filters/fieldencryption"
 	_ "github.com/straitgw/strait/internal/kafka/filters/validation"
 )

@@ -1,0 +1,157 @@
+package fieldencryption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kms/datakey"
+	"github.com/straitgw/strait/internal/schema/fieldpath"
+)
+
+// scratch is the working memory of one partition's worth of records. It is
+// pooled; what goes to the proxy is always freshly allocated.
+type scratch struct {
+	in, out              []byte
+	found                [2]fieldpath.Found
+	m                    marker
+	keks                 []markerKEK
+	fields               []markerField
+	deks                 []*datakey.DEK
+	base                 []uint64
+	fieldOf              [2][]int
+	counts, occ          []int
+	marker               []byte
+	aad, ad, sealed      []byte
+	key, value           []byte
+	keyField, valueField []byte
+	cacheKey             []byte
+	opened               []byte
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// keepScratch is the largest buffer a scratch keeps when it goes back to
+// the pool.
+const keepScratch = 4 << 20
+
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.keyField, &s.valueField, &s.cacheKey, &s.opened} {
+		if cap(*b) > keepScratch {
+			*b = nil
+		} else {
+			*b = (*b)[:0]
+		}
+	}
+	scratches.Put(s)
+}
+
+// recordFunc appends r, transformed, to dst (raw is r as it came) and
+// reports whether it changed it.
+type recordFunc func(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, bool, error)
+
+// recordError says which record of a batch could not be processed.
+type recordError struct {
+	offset int64 // base offset + offset delta; in a Produce request, the delta alone
+	err    error
+}
+
+func (e *recordError) Error() string { return fmt.Sprintf("record at offset %d: %v", e.offset, e.err) }
+func (e *recordError) Unwrap() error { return e.err }
+
+// rewrite appends the batches of in to dst with every record passed
+// through fn. A batch none of whose records changed is appended exactly as
+// it came; a changed one is re-framed (and recompressed with its codec).
+// On error it returns what it appended before the failing batch.
+// truncatedOK drops a partial batch at the end, as a fetch may carry one.
+func rewrite(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, dst, in []byte, truncatedOK bool, fn recordFunc) ([]byte, bool, error) {
+	changed := false
+	for rest := in; len(rest) > 0; {
+		batch, next, err := recordbatch.Next(rest)
+		if truncatedOK && errors.Is(err, recordbatch.ErrTruncated) {
+			break
+		}
+		if err != nil {
+			return dst, changed, err
+		}
+		start := len(dst)
+		var c bool
+		if dst, c, err = rewriteBatch(ctx, codecs, s, dst, batch, fn); err != nil {
+			return dst[:start], changed, err
+		}
+		changed = changed || c
+		rest = next
+	}
+	return dst, changed, nil
+}
+
+func rewriteBatch(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, dst, batch []byte, fn recordFunc) ([]byte, bool, error) {
+	base := recordbatch.BaseOffset(batch)
+	if err := recordbatch.Check(batch); err != nil {
+		if errors.Is(err, recordbatch.ErrOldFormat) {
+			err = fmt.Errorf("%w, which cannot carry the field-encryption marker", err)
+		}
+		return dst, false, &recordError{offset: base, err: err}
+	}
+	if recordbatch.IsControl(batch) {
+		return append(dst, batch...), false, nil
+	}
+	k := recordbatch.CodecOf(batch)
+	if k > recordbatch.Zstd {
+		return dst, false, &recordError{offset: base, err: recordbatch.ErrUnknownCodec}
+	}
+	n := recordbatch.Count(batch)
+	start := len(dst)
+	dst = append(dst, batch[:recordbatch.HeaderLen]...)
+	recs := batch[recordbatch.HeaderLen:]
+	var (
+		changed bool
+		err     error
+	)
+	if k == recordbatch.Uncompressed {
+		dst, changed, err = eachRecord(dst, recs, n, base, fn)
+	} else {
+		var held int64
+		if s.in, held, err = codecs.Decompress(ctx, s.in[:0], k, recs); err != nil {
+			return dst[:start], false, &recordError{offset: base, err: err}
+		}
+		defer codecs.Release(held)
+		s.out, changed, err = eachRecord(s.out[:0], s.in, n, base, fn)
+		if err == nil && changed {
+			dst, err = codecs.Compress(dst, k, s.out, k == recordbatch.Snappy && recordbatch.IsXerial(recs))
+		}
+	}
+	if err != nil {
+		return dst[:start], false, err
+	}
+	if !changed {
+		return append(dst[:start], batch...), false, nil
+	}
+	recordbatch.Finish(dst, start)
+	return dst, true, nil
+}
+
+// eachRecord appends the n records in recs, each through fn, to dst.
+func eachRecord(dst, recs []byte, n int, base int64, fn recordFunc) ([]byte, bool, error) {
+	changed := false
+	for range n {
+		r, rest, err := recordbatch.ParseRecord(recs)
+		if err != nil {
+			return dst, false, &recordError{offset: base, err: err}
+		}
+		var c bool
+		if dst, c, err = fn(dst, &r, recs[:len(recs)-len(rest)]); err != nil {
+			return dst, false, &recordError{offset: base + int64(r.OffsetDelta), err: err}
+		}
+		changed = changed || c
+		recs = rest
+	}
+	if len(recs) != 0 {
+		return dst, false, &recordError{offset: base, err: recordbatch.ErrTrailingBytes}
+	}
+	return dst, changed, nil
+}

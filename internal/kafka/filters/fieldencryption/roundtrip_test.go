@@ -1,0 +1,125 @@
+package fieldencryption
+
+import (
+	"bytes"
+	"encoding/base64"
+	"regexp"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// codecs are every compression codec of a record batch.
+var codecs = map[string]kgo.CompressionCodec{
+	"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+}
+
+// jsonRecords are JSON values that exercise the splicer: odd whitespace,
+// escapes, unicode, nested arrays, the field anywhere in its object.
+var jsonRecords = [][]byte{
+	[]byte(`{"id":"a1","status":"ACTIVE","ssn":"123-45-6789","notes":"x"}`),
+	[]byte("  {\n\t\"ssn\" :\t\"123-45-6789\" ,\"n\":[1, 2.50e+3,[ {\"a\":[]} ]] }\r\n"),
+	[]byte(`{"name":"Zoë \u00e9\"q\\","ssn":"\u0031\u0032\u0033-45-6789","z":null}`),
+	[]byte(`{"a":{"ssn":"nested, not top-level"},"ssn":"日本語テキスト🙂"}`),
+	[]byte(`{"ssn":""}`),
+	[]byte(`{"ssn":null,"other":1}`), // null: nothing to encrypt, passes untouched
+}
+
+// TestJSONRoundTrip produces JSON records through the filter, checks what
+// the broker would store (the ssn replaced by an envelope, every other
+// byte as produced, a marker header), then fetches them back through the
+// filter and checks they are the records as produced, byte for byte, for
+// every codec.
+func TestJSONRoundTrip(t *testing.T) {
+	k := testKMS(t, "kek")
+	f := newFilter(t, jsonConfig("ssn"), k)
+	envelope := regexp.MustCompile(`"ssn":\s*"([A-Za-z0-9_-]*)"`)
+	for name, codec := range codecs {
+		t.Run(name, func(t *testing.T) {
+			var recs []rec
+			for i, v := range jsonRecords {
+				recs = append(recs, rec{key: []byte{byte('a' + i)}, value: v, headers: []kmsg.Header{{Key: "h", Value: []byte("v")}}})
+			}
+			in := makeBatch(t, codec, recs...)
+			c, _ := testCtx(t, "")
+			up, refused := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-people": in}))
+			if len(refused) != 0 {
+				t.Fatalf("refused: %+v", refused)
+			}
+			stored := decodeRecords(t, up["pii-people"])
+			for i, r := range stored {
+				orig := jsonRecords[i]
+				if bytes.Contains(orig, []byte(`"ssn":null`)) {
+					if !bytes.Equal(r.Value, orig) || len(r.Headers) != 1 {
+						t.Errorf("record %d with a null ssn changed: %q, %d headers", i, r.Value, len(r.Headers))
+					}
+					continue
+				}
+				if len(r.Headers) != 2 || r.Headers[0].Key != markerKey || r.Headers[1].Key != "h" {
+					t.Errorf("record %d headers %+v: want the marker, then the record's own", i, r.Headers)
+				}
+				if bytes.Contains(r.Value, []byte("6789")) || bytes.Contains(r.Value, []byte("語")) {
+					t.Errorf("record %d stored with its ssn in clear: %q", i, r.Value)
+				}
+				// Every byte but the ssn's is as produced.
+				m := envelope.FindSubmatchIndex(r.Value)
+				if m == nil {
+					t.Fatalf("record %d: no envelope at ssn: %q", i, r.Value)
+				}
+				om := regexp.MustCompile(`"ssn"\s*:\s*"((?:[^"\\]|\\.)*)"`).FindAllSubmatchIndex(orig, -1)
+				last := om[len(om)-1]
+				want := append(append(append([]byte{}, orig[:last[2]]...), r.Value[m[2]:m[3]]...), orig[last[3]:]...)
+				sm := envelope.FindAllSubmatchIndex(r.Value, -1)
+				env := r.Value[sm[len(sm)-1][2]:sm[len(sm)-1][3]]
+				want = append(append(append([]byte{}, orig[:last[2]]...), env...), orig[last[3]:]...)
+				if !bytes.Equal(r.Value, want) {
+					t.Errorf("record %d: bytes other than the ssn changed:\n got %q\nwant %q", i, r.Value, want)
+				}
+				raw, err := base64.RawURLEncoding.DecodeString(string(env))
+				if err != nil || len(raw) != last[3]-last[2]+16 {
+					t.Errorf("record %d: envelope %q (%d bytes) for a %d-byte value: want ciphertext and a 16-byte tag", i, env, len(raw), last[3]-last[2])
+				}
+			}
+			got, changed := runFetch(t, f, c, map[string][]byte{"pii-people": up["pii-people"]})
+			if !changed {
+				t.Fatal("fetch of encrypted records left unchanged")
+			}
+			p := got["pii-people"]
+			if p.ErrorCode != 0 {
+				t.Fatalf("fetch error %d", p.ErrorCode)
+			}
+			if name == "none" && !bytes.Equal(p.RecordBatches, in) {
+				t.Errorf("fetched batch differs from the produced one:\n got %x\nwant %x", p.RecordBatches, in)
+			}
+			back := decodeRecords(t, p.RecordBatches)
+			want := decodeRecords(t, in)
+			for i := range want {
+				if !bytes.Equal(back[i].Value, want[i].Value) || !bytes.Equal(back[i].Key, want[i].Key) || len(back[i].Headers) != 1 {
+					t.Errorf("record %d back as %q (%d headers), produced %q", i, back[i].Value, len(back[i].Headers), want[i].Value)
+				}
+			}
+		})
+	}
+}
+
+// TestEnvelopeSize prints what encryption adds to one field, and checks the
+// seed's 11-byte ssn is stored in at most 64 characters.
+func TestEnvelopeSize(t *testing.T) {
+	k := testKMS(t, "kek")
+	for _, mode := range []string{modeRandom, modeDeterministic} {
+		cfg := jsonConfig()
+		cfg.Rules[0].Value.Fields = []Field{{Path: "ssn", Mode: mode}}
+		f := newFilter(t, cfg, k)
+		in := makeBatch(t, kgo.NoCompression(), rec{value: []byte(`{"ssn":"123-45-6789"}`)})
+		c, _ := testCtx(t, "")
+		up, _ := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-x": in}))
+		r := decodeRecords(t, up["pii-x"])[0]
+		env := regexp.MustCompile(`"ssn":"([^"]*)"`).FindSubmatch(r.Value)[1]
+		t.Logf("%s mode: the 11-byte ssn is stored as %d characters; the record's marker header is %d bytes", mode, len(env), len(r.Headers[0].Value))
+		if len(env) > 64 {
+			t.Errorf("%s mode: the 11-byte ssn takes %d characters, want at most 64", mode, len(env))
+		}
+	}
+}

@@ -79,9 +79,9 @@ type compiledRule struct {
 	sel *topicsel.Selector
 	// parts are the key and value parts to encrypt (nil: not encrypted);
 	// open are those to decrypt from markers, never nil.
-	parts     [2]*rulePart
-	open      [2]*rulePart
-	templates []string // every KEK template the rule uses
+	parts      [2]*rulePart
+	open       [2]*rulePart
+	templates  []string // every KEK template the rule uses
 	decryptAll bool
 	decryptFor map[string]bool
 	redact     bool

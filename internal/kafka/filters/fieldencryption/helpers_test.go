@@ -32,7 +32,9 @@ type switchKMS struct {
 	down atomic.Bool
 }
 
-func (s *switchKMS) off() error { return fmt.Errorf("%w: switched off by the test", kms.ErrUnavailable) }
+func (s *switchKMS) off() error {
+	return fmt.Errorf("%w: switched off by the test", kms.ErrUnavailable)
+}
 
 func (s *switchKMS) Wrap(ctx context.Context, kek string, dek []byte) ([]byte, error) {
 	if s.down.Load() {

@@ -64,9 +64,9 @@ func avroPerson(t testing.TB, ssn string, card []byte, nick *string) []byte {
 	s := hamba.MustParse(personAvro)
 	v := map[string]any{
 		"id": "p-1", "born": int32(7000), "balance": []byte{0x01, 0x02}, "ssn": ssn, "card": card,
-		"tags": map[string]any{"a": "b", "c": "d"},
+		"tags":      map[string]any{"a": "b", "c": "d"},
 		"addresses": []any{map[string]any{"street": "1 Main St", "zip": "12345"}, map[string]any{"street": "2 Side Rd", "zip": "54321"}},
-		"seen": int64(1_700_000_000_000), "nick": nick,
+		"seen":      int64(1_700_000_000_000), "nick": nick,
 	}
 	if card == nil {
 		v["card"] = nil

@@ -29,6 +29,11 @@ type scratch struct {
 	keyField, valueField []byte
 	cacheKey             []byte
 	opened               []byte
+	// rec is the record at hand: here rather than on the stack, where
+	// handing it to a recordFunc would move it to the heap.
+	rec recordbatch.Record
+	// nonce likewise: an interface call would move it to the heap.
+	nonce [datakey.NonceLen]byte
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
@@ -113,14 +118,14 @@ func rewriteBatch(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, d
 		err     error
 	)
 	if k == recordbatch.Uncompressed {
-		dst, changed, err = eachRecord(dst, recs, n, base, fn)
+		dst, changed, err = eachRecord(dst, recs, n, base, &s.rec, fn)
 	} else {
 		var held int64
 		if s.in, held, err = codecs.Decompress(ctx, s.in[:0], k, recs); err != nil {
 			return dst[:start], false, &recordError{offset: base, err: err}
 		}
 		defer codecs.Release(held)
-		s.out, changed, err = eachRecord(s.out[:0], s.in, n, base, fn)
+		s.out, changed, err = eachRecord(s.out[:0], s.in, n, base, &s.rec, fn)
 		if err == nil && changed {
 			dst, err = codecs.Compress(dst, k, s.out, k == recordbatch.Snappy && recordbatch.IsXerial(recs))
 		}
@@ -136,15 +141,19 @@ func rewriteBatch(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, d
 }
 
 // eachRecord appends the n records in recs, each through fn, to dst.
-func eachRecord(dst, recs []byte, n int, base int64, fn recordFunc) ([]byte, bool, error) {
+func eachRecord(dst, recs []byte, n int, base int64, r *recordbatch.Record, fn recordFunc) ([]byte, bool, error) {
 	changed := false
 	for range n {
-		r, rest, err := recordbatch.ParseRecord(recs)
+		var (
+			rest []byte
+			err  error
+		)
+		*r, rest, err = recordbatch.ParseRecord(recs)
 		if err != nil {
 			return dst, false, &recordError{offset: base, err: err}
 		}
 		var c bool
-		if dst, c, err = fn(dst, &r, recs[:len(recs)-len(rest)]); err != nil {
+		if dst, c, err = fn(dst, r, recs[:len(recs)-len(rest)]); err != nil {
 			return dst, false, &recordError{offset: base + int64(r.OffsetDelta), err: err}
 		}
 		changed = changed || c

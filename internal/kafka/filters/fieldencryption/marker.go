@@ -70,6 +70,7 @@ var errBadMarker = errors.New("malformed field-encryption marker")
 
 // markerKEK is a KEK entry of a marker.
 type markerKEK struct {
+	kek     string // name as a string, when sealing
 	name    []byte
 	wrapped []byte // empty: no DEK
 	first   uint64

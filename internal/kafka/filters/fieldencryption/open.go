@@ -190,9 +190,9 @@ func (j *opener) part(dst []byte, pi, first, n int, payload []byte) ([]byte, err
 		if len(sealed) < datakey.TagLen {
 			return dst, fmt.Errorf("%w: field %q is shorter than a tag", errAuth, fl.path)
 		}
-		nonce := datakey.Nonce(m.keks[fl.kek].first + s.base[fi] + uint64(occ))
+		s.nonce = datakey.Nonce(m.keks[fl.kek].first + s.base[fi] + uint64(occ))
 		s.aad = appendFieldAAD(s.aad, fi)
-		out, err := j.aeads[fl.kek].Open(dst, nonce[:], sealed, s.aad)
+		out, err := j.aeads[fl.kek].Open(dst, s.nonce[:], sealed, s.aad)
 		s.aad = s.aad[:len(s.aad)-fieldAADLen]
 		if err != nil {
 			return dst, fmt.Errorf("%w (field %q)", errAuth, fl.path)

@@ -143,14 +143,14 @@ func (j *sealer) plan(parts *[2]partState) error {
 			}
 			ki := -1
 			for i := range s.keks {
-				if string(s.keks[i].name) == kek {
+				if s.keks[i].kek == kek {
 					ki = i
 					break
 				}
 			}
 			if ki < 0 {
 				ki = len(s.keks)
-				s.keks = append(s.keks, markerKEK{name: j.pol.kekBytes(kek)})
+				s.keks = append(s.keks, markerKEK{kek: kek, name: j.pol.kekBytes(kek)})
 				s.deks = append(s.deks, nil)
 			}
 			flags := ps.plan.format << fieldFormatShift
@@ -178,7 +178,7 @@ func (j *sealer) plan(parts *[2]partState) error {
 		if n == 0 {
 			continue
 		}
-		d, first, err := j.f.reserve(j.ctx, string(s.keks[ki].name), n)
+		d, first, err := j.f.reserve(j.ctx, s.keks[ki].kek, n)
 		if err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func (j *sealer) splice(dst []byte, ps *partState, pi int) ([]byte, error) {
 		s.occ[sp.Target]++
 		var sealed []byte
 		if f.deterministic() {
-			kc, err := j.f.det.Newest(j.ctx, string(s.keks[f.kek].name))
+			kc, err := j.f.det.Newest(j.ctx, s.keks[f.kek].kek)
 			if err != nil {
 				return dst, err
 			}
@@ -209,9 +209,9 @@ func (j *sealer) splice(dst []byte, ps *partState, pi int) ([]byte, error) {
 			sealed = kc.Seal(s.sealed[:0], s.ad, val)
 		} else {
 			d := s.deks[f.kek]
-			nonce := datakey.Nonce(s.keks[f.kek].first + s.base[fi] + uint64(occ))
+			s.nonce = datakey.Nonce(s.keks[f.kek].first + s.base[fi] + uint64(occ))
 			s.aad = appendFieldAAD(s.aad, fi)
-			sealed = d.AEAD().Seal(s.sealed[:0], nonce[:], val, s.aad)
+			sealed = d.AEAD().Seal(s.sealed[:0], s.nonce[:], val, s.aad)
 			s.aad = s.aad[:len(s.aad)-fieldAADLen]
 		}
 		s.sealed = sealed[:0]

@@ -129,7 +129,7 @@ func plan(n *node, ps []pending, d int) (*want, error) {
 	w := &want{kind: n.kind, node: n, target: -1, null: -1}
 	if n.kind == kUnion {
 		if !lookThrough(n, w) {
-			return nil, planErr(ps[0].path, "%s%s: %s", subject(ps[0], d), describe(n), unionAdvice(ps[0], d))
+			return nil, planErr(ps[0].path, "%sis %s: %s", subject(ps[0], d), describe(n), unionAdvice(ps[0], d))
 		}
 		n = w.node
 	}
@@ -160,7 +160,7 @@ func plan(n *node, ps []pending, d int) (*want, error) {
 	case kMap:
 		return w, planMap(w, ps, d)
 	}
-	return nil, planErr(ps[0].path, "%s%s: it has no fields or items to select", subject(ps[0], d), describe(n))
+	return nil, planErr(ps[0].path, "%sis %s: it has no fields or items to select", subject(ps[0], d), describe(n))
 }
 
 // lookThrough sets w up for a union of null and one other type (or of one
@@ -229,7 +229,7 @@ func sameValue(ps []pending, d int) error {
 	if len(other.path.Steps) > d {
 		return planErr(other.path, "goes into %s, which %q names whole; list one of them", stepsText(other.path.Steps[:d]), ends.path.Text)
 	}
-	return planErr(other.path, "names a value %q names too; list each value once", ends.path.Text)
+	return planErr(ends.path, "names a value %q names too; list each value once", other.path.Text)
 }
 
 // planRecord plans the fields of a record that targets go into.
@@ -240,7 +240,7 @@ func planRecord(w *want, ps []pending, d int) error {
 	for _, p := range ps {
 		st := p.path.Steps[d]
 		if st.IsIndex() {
-			return planErr(p.path, "%s%s, not an array or map: select one of its fields (%s) instead of %s",
+			return planErr(p.path, "%sis %s, not an array or map: select one of its fields (%s) instead of %s",
 				subject(p, d), describe(n), fieldNames(n), indexText(st.Index))
 		}
 		i := slices.IndexFunc(n.fields, func(f field) bool { return f.name == st.Name })
@@ -481,10 +481,12 @@ func (w *want) locateValue(b []byte, at int, f *fieldpath.Found) (int, *pathErr)
 		return 0, fault("%s length is not in its shortest form", kindName(w.kind))
 	}
 	end := start + int(l)
-	f.Spans = append(f.Spans, fieldpath.Span{
-		Target: w.target, LenAt: at, Start: start, End: end,
-		Len: fieldpath.Zigzag, Bytes: w.kind == kBytes,
-	})
+	// Filled in place: appending the literal measured slower (it is
+	// built aside and copied).
+	f.Spans = append(f.Spans, fieldpath.Span{})
+	sp := &f.Spans[len(f.Spans)-1]
+	sp.Target, sp.LenAt, sp.Start, sp.End = w.target, at, start, end
+	sp.Len, sp.Bytes = fieldpath.Zigzag, w.kind == kBytes
 	return end, nil
 }
 

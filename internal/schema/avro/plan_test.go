@@ -2,6 +2,7 @@ package avro
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"math/big"
@@ -425,4 +426,458 @@ func countSpans(t *testing.T, s *Schema, p *Plan, f *fieldpath.Found, api hamba.
 		}
 	}
 	return n
+}
+
+func TestPlanRefuses(t *testing.T) {
+	s := mustCompile(t, shopSchema)
+	const advice = "field encryption keeps a field's type and only string and bytes can hold ciphertext; " +
+		"make the field a string or bytes, or encrypt the whole record with record-encryption"
+	const unionAdvice = "a path goes only through a union of null and one other type, where it is clear what lies beyond; " +
+		"encrypt the whole record with record-encryption"
+	tests := []struct {
+		paths []string
+		want  string
+	}{
+		// Types that cannot hold ciphertext.
+		{[]string{"id"}, `avro field path "id": is a long: ` + advice},
+		{[]string{"cards[0].expiry"}, `avro field path "cards[0].expiry": is an int: ` + advice},
+		{[]string{"placed"}, `avro field path "placed": is a long with logical type "timestamp-millis": ` + advice},
+		{[]string{"flag"}, `avro field path "flag": is a boolean: ` + advice},
+		{[]string{"score"}, `avro field path "score": is a float: ` + advice},
+		{[]string{"ratio"}, `avro field path "ratio": is a double: ` + advice},
+		{[]string{"state"}, `avro field path "state": is an enum (shop.State): ` + advice},
+		{[]string{"digest"}, `avro field path "digest": is a fixed (shop.Digest): ` + advice},
+		{[]string{"customer"}, `avro field path "customer": is a record (shop.Customer): ` + advice},
+		{[]string{"customer.address"}, `avro field path "customer.address": is a record (shop.Address): ` + advice},
+		{[]string{"cards"}, `avro field path "cards": is an array: ` + advice},
+		{[]string{"notes"}, `avro field path "notes": is a map: ` + advice},
+		{[]string{"matrix[*]"}, `avro field path "matrix[*]": is an array: ` + advice},
+		{[]string{"choice"}, `avro field path "choice": is a union of null, string and int: ` + advice},
+		// Logical types over string and bytes.
+		{[]string{"total"}, `avro field path "total": is a decimal (bytes holding a number): readers decode it as a number, ` +
+			`and ciphertext in its place is no number; drop the logical type, or encrypt the whole record with record-encryption`},
+		{[]string{"ref"}, `avro field path "ref": is a string with logical type "uuid": readers that know the logical type parse the value, ` +
+			`and ciphertext in its place would not parse; drop the logical type, or encrypt the whole record with record-encryption`},
+		// Paths the schema does not have.
+		{[]string{"nope"}, `avro field path "nope": no field "nope" in a record (shop.Order); its fields are: ` +
+			`id, placed, due, total, ref, customer, cards, notes, lines, state, digest, choice, flag, score, ratio, matrix, parent, tail`},
+		{[]string{"customer.nope"}, `avro field path "customer.nope": no field "nope" in a record (shop.Customer) at customer; its fields are: name, ssn, photo, address`},
+		{[]string{"customer[0]"}, `avro field path "customer[0]": customer is a record (shop.Customer), not an array or map: select one of its fields (name, ssn, photo, address) instead of [0]`},
+		{[]string{"cards.number"}, `avro field path "cards.number": cards is an array: select its items with [*] or [N] before naming their field "number"`},
+		{[]string{"notes.gate"}, `avro field path "notes.gate": notes is a map: select its values with [*] before naming their field "gate"`},
+		{[]string{"notes[0]"}, `avro field path "notes[0]": notes is a map: [0] selects an array item; select every value of a map with [*]`},
+		{[]string{"id.x"}, `avro field path "id.x": id is a long: it has no fields or items to select`},
+		{[]string{"parent.customer.address.street.x"}, `avro field path "parent.customer.address.street.x": parent.customer.address.street is a string: it has no fields or items to select`},
+		{[]string{"choice.x"}, `avro field path "choice.x": choice is a union of null, string and int: ` + unionAdvice},
+		// Targets that overlap.
+		{nil, `avro field paths: none given; name at least one string or bytes field`},
+		{[]string{"customer.ssn", "tail", "customer.ssn"}, `avro field path "customer.ssn": listed twice; list each field once`},
+		{[]string{"customer", "customer.ssn"}, `avro field path "customer": holds "customer.ssn", which is listed too; list one of them`},
+		{[]string{"customer.ssn", "customer"}, `avro field path "customer": holds "customer.ssn", which is listed too; list one of them`},
+		{[]string{"lines[*]", "lines[1]"}, `avro field path "lines[1]": names a value "lines[*]" names too; list each value once`},
+		{[]string{"lines[*]", "lines[1].x"}, `avro field path "lines[1].x": goes into lines[1], which "lines[*]" names whole; list one of them`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.paths, ","), func(t *testing.T) {
+			p, err := s.Plan(targets(tt.paths...))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Plan = %v\nwant %s", err, tt.want)
+			}
+			if p != nil {
+				t.Error("Plan returned a plan with its error")
+			}
+		})
+	}
+}
+
+func TestPlanRefusesOtherSchemas(t *testing.T) {
+	tests := []struct {
+		schema, path, want string
+	}{
+		{`{"type": "array", "items": "string"}`, "x",
+			`avro field path "x": the schema's top-level type is an array, not a record: field paths name fields of a record`},
+		{`["int", {"type": "record", "name": "R", "fields": [{"name": "x", "type": "string"}]}]`, "x",
+			`avro field path "x": the schema's top-level type is a union of int and R: a path goes only through a union of null and one other type, ` +
+				`where it is clear what lies beyond; encrypt the whole record with record-encryption`},
+		// A logical type hamba does not know, which other readers may.
+		{`{"type": "record", "name": "R", "fields": [{"name": "b", "type": {"type": "bytes", "logicalType": "big-decimal"}}]}`, "b",
+			`avro field path "b": is bytes with logical type "big-decimal": readers that know the logical type parse the value, ` +
+				`and ciphertext in its place would not parse; drop the logical type, or encrypt the whole record with record-encryption`},
+		{`{"type": "record", "name": "R", "fields": [{"name": "n", "type": "null"}]}`, "n",
+			`avro field path "n": is a null: field encryption keeps a field's type and only string and bytes can hold ciphertext; ` +
+				`make the field a string or bytes, or encrypt the whole record with record-encryption`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			_, err := mustCompile(t, tt.schema).Plan(targets(tt.path))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Plan = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanTargets(t *testing.T) {
+	s := mustCompile(t, shopSchema)
+	ts := targets("tail", "customer.ssn")
+	p, err := s.Plan(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts[0].Path = fieldpath.MustParse("id")
+	if got := p.Targets(); len(got) != 2 || got[0].Path.Text != "tail" || got[1].Path.Text != "customer.ssn" {
+		t.Errorf("Targets = %v, want tail and customer.ssn in their order, unchanged by the caller's slice", got)
+	}
+}
+
+// TestLocateTopLevelUnion: a schema whose top level is a record or null
+// is looked through like a field.
+func TestLocateTopLevelUnion(t *testing.T) {
+	s := mustCompile(t, `["null", {"type": "record", "name": "R", "fields": [{"name": "x", "type": "string"}, {"name": "y", "type": "long"}]}]`)
+	p := mustPlan(t, s, "x")
+	var f fieldpath.Found
+	if err := p.Locate([]byte{2, 4, 'h', 'i', 0xff}, &f); err != nil || len(f.Spans) != 1 || f.Spans[0] != (fieldpath.Span{LenAt: 1, Start: 2, End: 4, Len: fieldpath.Zigzag}) {
+		t.Errorf("record branch: %v, spans %+v", err, f.Spans)
+	}
+	if err := p.Locate([]byte{0}, &f); err != nil || len(f.Spans) != 0 {
+		t.Errorf("null branch: %v, spans %+v", err, f.Spans)
+	}
+}
+
+// smallSchema is the schema of the hand-written records: a value skipped
+// before the targets, a target in a record behind a union, in the records
+// of an array and in a map, and a value after them that is never read.
+const smallSchema = `{
+  "type": "record", "name": "R", "fields": [
+    {"name": "skipped", "type": "string"},
+    {"name": "c", "type": ["null", {"type": "record", "name": "C", "fields": [
+      {"name": "secret", "type": ["null", "string"]},
+      {"name": "after", "type": "long"}
+    ]}]},
+    {"name": "list", "type": {"type": "array", "items": {"type": "record", "name": "I", "fields": [
+      {"name": "v", "type": "bytes"}
+    ]}}},
+    {"name": "m", "type": {"type": "map", "values": "string"}},
+    {"name": "tail", "type": "string"}
+  ]
+}`
+
+// small writes a record of smallSchema: skipped "", c null, then list and
+// m as given (each its blocks and the closing zero). The tail is left out:
+// the walk stops before it.
+func small(c, list, m []byte) []byte {
+	b := []byte{0}
+	if c == nil {
+		b = append(b, 0)
+	} else {
+		b = append(append(b, 2), c...)
+	}
+	return append(append(b, list...), m...)
+}
+
+func TestLocateErrors(t *testing.T) {
+	s := mustCompile(t, smallSchema)
+	p := mustPlan(t, s, "c.secret", "list[*].v", "m[*]")
+	const secret = "s3cr3t"
+	secretLen := byte(2 * len(secret))
+	none := []byte{0}
+	cWith := func(after ...byte) []byte { return append([]byte{2, secretLen}, append([]byte(secret), after...)...) }
+	overlong := bytes.Repeat([]byte{0xff}, 11)
+	tests := []struct {
+		name          string
+		body          []byte
+		field, reason string
+	}{
+		{"empty", nil, "skipped", "string length: truncated"},
+		{"skipped value past the end", []byte{10, 'a'}, "skipped", "string of 5 bytes but only 1 bytes left"},
+		{"skipped length negative", []byte{1}, "skipped", "string length is negative"},
+		{"union branch out of range", []byte{0, 4}, "c", "union branch 2 out of range [0, 2)"},
+		{"inner union branch out of range", []byte{0, 2, 6}, "c.secret", "union branch 3 out of range [0, 2)"},
+		{"target past the end", []byte{0, 2, 2, 40, 's', '3'}, "c.secret", "string of 20 bytes but only 2 bytes left"},
+		{"target length negative", []byte{0, 2, 2, 3}, "c.secret", "string length is negative"},
+		{"target length padded", small(append([]byte{2, secretLen | 0x80, 0}, append([]byte(secret), 0)...), none, none), "c.secret", "string length is not in its shortest form"},
+		{"skipped long truncated", small(cWith(), nil, nil), "c.after", "long: truncated"},
+		{"skipped long overlong", small(cWith(overlong...), none, none), "c.after", "long: varint longer than 10 bytes"},
+		{"no array", small(cWith(0), nil, nil), "list", "array block count: truncated"},
+		{"array count out of range", small(nil, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, none), "list", "array block count out of range"},
+		{"array count the bytes cannot hold", small(nil, append(appendLong(nil, 1000), 2, 'x', 0), none), "list", "array block of 1000 items cannot fit in the 4 bytes left"},
+		{"array size past the end", small(nil, append(appendLong(nil, -1), 100, 2, 'x', 0), none), "list", "array block of 50 bytes but only 4 bytes left"},
+		{"array size overlong", small(nil, append(appendLong(nil, -1), overlong...), none), "list", "array block size: varint longer than 10 bytes"},
+		{"array size not its items'", small(nil, []byte{1, 10, 2, 'x', 0, 0, 0, 0}, none), "list", "array block of 5 bytes holds items of 2 bytes"},
+		{"array size padded", small(nil, []byte{1, 0x84, 0, 2, 'x', 0}, none), "list", "array block size is not in its shortest form"},
+		{"item truncated", small(nil, []byte{4, 2, 'x', 40, 'y'}, none), "list[1].v", "bytes of 20 bytes but only 2 bytes left"},
+		{"second block's item truncated", small(nil, []byte{2, 2, 'x', 2, 40}, none), "list[1].v", "bytes of 20 bytes but only 1 bytes left"},
+		{"map key past the end", small(nil, none, []byte{2, 20, 'k'}), "m[0]", "map key of 10 bytes but only 1 bytes left"},
+		{"map key overlong", small(nil, none, append([]byte{2}, overlong...)), "m[0]", "map key length: varint longer than 10 bytes"},
+		{"map value missing", small(nil, none, []byte{2, 2, 'k'}), "m[0]", "string length: truncated"},
+		{"map count the bytes cannot hold", small(nil, none, []byte{6, 2, 'k', 0}), "m", "map block of 3 items cannot fit in the 3 bytes left"},
+	}
+	var f fieldpath.Found
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Locate(tt.body, &f)
+			var e *fieldpath.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Locate = %v, want a *fieldpath.Error", err)
+			}
+			if e.Field != tt.field || e.Reason != tt.reason {
+				t.Errorf("got field %q reason %q, want field %q reason %q", e.Field, e.Reason, tt.field, tt.reason)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("message %q holds the value", err)
+			}
+		})
+	}
+}
+
+// TestLocateStopsAfterTargets: the bytes after the last top-level field
+// holding a target are neither read nor checked.
+func TestLocateStopsAfterTargets(t *testing.T) {
+	s := mustCompile(t, smallSchema)
+	p := mustPlan(t, s, "c.secret")
+	var f fieldpath.Found
+	body := []byte{0, 2, 2, 4, 'h', 'i', 0, 0xff, 0xff} // list and m are garbage
+	if err := p.Locate(body, &f); err != nil || len(f.Spans) != 1 || f.Spans[0].Start != 4 || f.Spans[0].End != 6 {
+		t.Errorf("Locate = %v, spans %+v; want the secret at 4..6", err, f.Spans)
+	}
+	// Without the secret, nothing is read past c.
+	if err := p.Locate([]byte{0, 2, 0, 0}, &f); err != nil || len(f.Spans) != 0 {
+		t.Errorf("Locate of a null secret = %v, spans %+v", err, f.Spans)
+	}
+}
+
+// TestLocateDeepAndEmpty: nesting and empty items are bounded as in
+// validation, in skipped values too.
+func TestLocateDeepAndEmpty(t *testing.T) {
+	s := mustCompile(t, `{"type": "record", "name": "N", "fields": [
+	  {"name": "next", "type": ["null", "N"]},
+	  {"name": "nulls", "type": {"type": "array", "items": "null"}},
+	  {"name": "s", "type": "string"}
+	]}`)
+	p := mustPlan(t, s, "s")
+	var f fieldpath.Found
+	deep := bytes.Repeat([]byte{2}, 2*maxDepth)
+	err := p.Locate(deep, &f)
+	var e *fieldpath.Error
+	if !errors.As(err, &e) || !strings.HasPrefix(e.Field, "next.next.next.") || e.Reason != "nested deeper than 256 levels" {
+		t.Errorf("deep record: %v", err)
+	}
+	empty := append([]byte{0}, appendLong(nil, 1<<40)...)
+	if err := p.Locate(empty, &f); err == nil || err.Error() != `field "nulls": array of more than 1048576 empty items` {
+		t.Errorf("array of 2^40 nulls: %v", err)
+	}
+	// A sized block of nulls is jumped over, whatever its count.
+	jumped := append(append(append([]byte{0}, appendLong(nil, -(1<<40))...), 0, 0), 4, 'o', 'k')
+	if err := p.Locate(jumped, &f); err != nil || len(f.Spans) != 1 || string(jumped[f.Spans[0].Start:f.Spans[0].End]) != "ok" {
+		t.Errorf("sized block of 2^40 nulls: %v, spans %+v", err, f.Spans)
+	}
+}
+
+// TestLocateSizedBlocksByHand: blocks with a byte size, mixed with counted
+// ones, and sizes whose varint grows and shrinks a byte when the values
+// do (63 bytes fit one byte of zigzag varint, 64 need two).
+func TestLocateSizedBlocksByHand(t *testing.T) {
+	s := mustCompile(t, `{"type": "record", "name": "R", "fields": [
+	  {"name": "a", "type": {"type": "array", "items": "string"}},
+	  {"name": "z", "type": "string"}
+	]}`)
+	p := mustPlan(t, s, "a[*]")
+	item := func(n int, c byte) []byte { return encodeStrings(bytes.Repeat([]byte{c}, n)) }
+	var body []byte
+	body = appendLong(appendLong(body, -1), 63) // one item, 63 bytes
+	body = append(body, item(62, 'a')...)
+	body = appendLong(body, 2) // two items, counted
+	body = append(append(body, item(3, 'b')...), item(0, 'c')...)
+	body = appendLong(appendLong(body, -2), 64) // two items, 64 bytes
+	body = append(append(body, item(1, 'd')...), item(61, 'e')...)
+	body = append(appendLong(body, 0), encodeStrings([]byte("zz"))...)
+	var f fieldpath.Found
+	if err := p.Locate(body, &f); err != nil {
+		t.Fatal(err)
+	}
+	wantFrames := []fieldpath.Frame{{LenAt: 1, Start: 2, End: 65, Len: fieldpath.Zigzag}, {LenAt: 72, Start: 74, End: 138, Len: fieldpath.Zigzag}}
+	if !slices.Equal(f.Frames, wantFrames) || len(f.Spans) != 5 {
+		t.Fatalf("frames %+v, %d spans; want frames %+v and 5 spans", f.Frames, len(f.Spans), wantFrames)
+	}
+
+	// One byte more in the first item, one less in the last: the first
+	// size takes two bytes, the second one.
+	edit := func(dst []byte, sp *fieldpath.Span, val []byte) ([]byte, error) {
+		switch {
+		case sp.Start == 3:
+			return append(append(dst, val...), 'a'), nil
+		case len(val) == 61:
+			return append(dst, val[1:]...), nil
+		}
+		return append(dst, val...), nil
+	}
+	got, err := fieldpath.Splice(nil, body, &f, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	want = appendLong(appendLong(want, -1), 64)
+	want = append(want, item(63, 'a')...)
+	want = appendLong(want, 2)
+	want = append(append(want, item(3, 'b')...), item(0, 'c')...)
+	want = appendLong(appendLong(want, -2), 63)
+	want = append(append(want, item(1, 'd')...), item(60, 'e')...)
+	want = append(appendLong(want, 0), encodeStrings([]byte("zz"))...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("spliced\n%x\nwant\n%x", got, want)
+	}
+	var r struct {
+		A []string `avro:"a"`
+		Z string   `avro:"z"`
+	}
+	if err := hamba.Unmarshal(s.Avro(), got, &r); err != nil {
+		t.Fatal(err)
+	}
+	wantA := []string{strings.Repeat("a", 63), "bbb", "", "d", strings.Repeat("e", 60)}
+	if !slices.Equal(r.A, wantA) || r.Z != "zz" {
+		t.Errorf("hamba reads %q, %q", r.A, r.Z)
+	}
+	for _, extra := range []int{0, 1, 60, 61, 62, 200} {
+		roundTrip(t, p, body, extra)
+	}
+}
+
+// TestLocateJumpsBlocks: a sized block none of whose items a target names
+// is jumped over unread; a counted one is walked.
+func TestLocateJumpsBlocks(t *testing.T) {
+	s := mustCompile(t, `{"type": "record", "name": "R", "fields": [{"name": "a", "type": {"type": "array", "items": "string"}}]}`)
+	p := mustPlan(t, s, "a[2]")
+	var body []byte
+	body = appendLong(appendLong(body, -2), 4) // items 0 and 1, garbage inside
+	body = append(body, 0xff, 0xff, 0xff, 0xff)
+	body = appendLong(appendLong(body, -1), 3) // item 2
+	body = append(body, encodeStrings([]byte("xy"))...)
+	body = append(appendLong(body, 1), encodeStrings([]byte("3"))...) // item 3, counted
+	body = appendLong(body, 0)
+	var f fieldpath.Found
+	if err := p.Locate(body, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Spans) != 1 || string(body[f.Spans[0].Start:f.Spans[0].End]) != "xy" || len(f.Frames) != 1 || f.Frames[0].LenAt != 7 {
+		t.Errorf("spans %+v frames %+v; want item 2 in the frame of the second block", f.Spans, f.Frames)
+	}
+	body[len(body)-3] = 40 // item 3 is read: its length is past the end
+	if err := p.Locate(body, &f); err == nil || err.Error() != `field "a[3]": string of 20 bytes but only 2 bytes left` {
+		t.Errorf("Locate with item 3 broken: %v", err)
+	}
+}
+
+// TestLocateTruncated cuts a record at every byte: it never panics, and
+// succeeds exactly when the cut is at or after the end of the last field
+// holding a target, with the spans of the whole record.
+func TestLocateTruncated(t *testing.T) {
+	s := mustCompile(t, shopSchema)
+	p := mustPlan(t, s, shopTargets...)
+	var whole, cut fieldpath.Found
+	for name, api := range encoders {
+		body := encodeOrder(t, s, api, fullOrder())
+		if err := p.Locate(body, &whole); err != nil {
+			t.Fatal(err)
+		}
+		stop := len(body) - len(encodeStrings([]byte(shopTail)))
+		for i := range len(body) {
+			err := p.Locate(body[:i], &cut)
+			switch {
+			case i < stop && err == nil:
+				t.Fatalf("%s: the first %d of %d bytes locate; the walk ends at %d", name, i, len(body), stop)
+			case i >= stop && err != nil:
+				t.Fatalf("%s: the first %d of %d bytes: %v; the walk ends at %d", name, i, len(body), err, stop)
+			case i >= stop && (!slices.Equal(cut.Spans, whole.Spans) || !slices.Equal(cut.Frames, whole.Frames)):
+				t.Fatalf("%s: the first %d bytes give other spans than the whole record", name, i)
+			}
+		}
+	}
+}
+
+func TestTagged(t *testing.T) {
+	s := mustCompile(t, shopSchema)
+	tests := []struct {
+		tag  string
+		want []string
+	}{
+		// Not cards[*].expiry, an int; not parent's fields: the walk does
+		// not enter the record it is in.
+		{"PII", []string{"customer.ssn", "customer.address.street", "cards[*].number"}},
+		{"PCI", []string{"cards[*].number"}},
+		// A tagged array of strings: its items.
+		{"INTERNAL", []string{"lines[*]"}},
+		{"pii", nil},
+	}
+	for _, tt := range tests {
+		got := s.Tagged(tt.tag)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Tagged(%q) = %q, want %q", tt.tag, got, tt.want)
+		}
+		if len(got) > 0 {
+			mustPlan(t, s, got...)
+		}
+	}
+
+	// Behind a union Plan cannot look through, the field is still listed,
+	// and Plan says why it cannot be encrypted.
+	u := mustCompile(t, `{"type": "record", "name": "R", "fields": [
+	  {"name": "who", "type": ["null",
+	    {"type": "record", "name": "A", "fields": [{"name": "ssn", "type": "string", "confluent:tags": ["PII"]}]},
+	    {"type": "record", "name": "B", "fields": [{"name": "ssn", "type": "bytes", "confluent:tags": ["PII"]}]}
+	  ]},
+	  {"name": "notes", "type": {"type": "map", "values": ["null", "string"]}, "confluent:tags": ["PII"]},
+	  {"name": "tree", "type": {"type": "record", "name": "T", "fields": [
+	    {"name": "label", "type": "string", "confluent:tags": ["PII"]},
+	    {"name": "kids", "type": {"type": "array", "items": "T"}}
+	  ]}}
+	]}`)
+	want := []string{"who.ssn", "notes[*]", "tree.label"}
+	if got := u.Tagged("PII"); !slices.Equal(got, want) {
+		t.Errorf("Tagged = %q, want %q", got, want)
+	}
+	if _, err := u.Plan(targets(want...)); err == nil || !strings.Contains(err.Error(), `"who.ssn": who is a union of null, A and B`) {
+		t.Errorf("Plan of a field behind a wide union: %v", err)
+	}
+}
+
+// TestLocateAllocs: a walk allocates nothing once Found has grown.
+func TestLocateAllocs(t *testing.T) {
+	ref, rec := reference(t)
+	s := mustCompile(t, shopSchema)
+	order := encodeOrder(t, s, encoders["small sized blocks"], fullOrder())
+	for name, tt := range map[string]struct {
+		p    *Plan
+		body []byte
+	}{
+		"reference": {mustPlan(t, ref, "ssn"), rec},
+		"order":     {mustPlan(t, s, shopTargets...), order},
+	} {
+		var f fieldpath.Found
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := tt.p.Locate(tt.body, &f); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Locate", name, allocs)
+		}
+	}
+}
+
+// BenchmarkLocateAvro locates the ssn of the reference record (a 36-char
+// id, a status, the ssn and 930 chars of notes).
+func BenchmarkLocateAvro(b *testing.B) {
+	s, rec := reference(b)
+	p := mustPlan(b, s, "ssn")
+	var f fieldpath.Found
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Locate(rec, &f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(f.Spans) != 1 || string(rec[f.Spans[0].Start:f.Spans[0].End]) != "123-45-6789" {
+		b.Fatalf("spans %+v", f.Spans)
+	}
 }

@@ -474,7 +474,7 @@ func (w *jsonWalk) name() (key []byte, escaped bool, err error) {
 func (w *jsonWalk) str() (escaped bool, err error) {
 	b := w.b
 	i := w.pos + 1 // the first byte not yet read
-	q := w.pos // the first '"' at or after i, once found
+	q := w.pos     // the first '"' at or after i, once found
 	for {
 		if q < i {
 			q = bytes.IndexByte(b[i:], '"')

@@ -1,6 +1,7 @@
 package avro
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -71,7 +72,7 @@ type itemWant struct {
 // name the path and say what to change.
 func (s *Schema) Plan(targets []fieldpath.Target) (*Plan, error) {
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("avro field paths: none given; name at least one string or bytes field")
+		return nil, errors.New("avro field paths: none given; name at least one string or bytes field")
 	}
 	if err := checkOverlaps(targets); err != nil {
 		return nil, err

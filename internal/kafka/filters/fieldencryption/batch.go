@@ -34,6 +34,21 @@ type scratch struct {
 	rec recordbatch.Record
 	// nonce likewise: an interface call would move it to the heap.
 	nonce [datakey.NonceLen]byte
+	// left is how many records of the batch at hand are still to come,
+	// the current one included.
+	left int
+	// held are IV counters reserved for the records still to come.
+	held []heldIVs
+}
+
+// heldIVs are IV counters of a DEK of kek reserved ahead: taking them from
+// the ring once per batch rather than once per record keeps the ring's
+// lock out of the per-record path.
+type heldIVs struct {
+	kek  string
+	d    *datakey.DEK
+	next uint64
+	left int
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
@@ -45,6 +60,8 @@ const keepScratch = 4 << 20
 func getScratch() *scratch { return scratches.Get().(*scratch) }
 
 func putScratch(s *scratch) {
+	clear(s.held) // reserved counters are not carried over: each partition starts afresh
+	s.held = s.held[:0]
 	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.keyField, &s.valueField, &s.cacheKey, &s.opened} {
 		if cap(*b) > keepScratch {
 			*b = nil
@@ -118,14 +135,14 @@ func rewriteBatch(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, d
 		err     error
 	)
 	if k == recordbatch.Uncompressed {
-		dst, changed, err = eachRecord(dst, recs, n, base, &s.rec, fn)
+		dst, changed, err = eachRecord(dst, recs, n, base, s, fn)
 	} else {
 		var held int64
 		if s.in, held, err = codecs.Decompress(ctx, s.in[:0], k, recs); err != nil {
 			return dst[:start], false, &recordError{offset: base, err: err}
 		}
 		defer codecs.Release(held)
-		s.out, changed, err = eachRecord(s.out[:0], s.in, n, base, &s.rec, fn)
+		s.out, changed, err = eachRecord(s.out[:0], s.in, n, base, s, fn)
 		if err == nil && changed {
 			dst, err = codecs.Compress(dst, k, s.out, k == recordbatch.Snappy && recordbatch.IsXerial(recs))
 		}
@@ -141,9 +158,13 @@ func rewriteBatch(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, d
 }
 
 // eachRecord appends the n records in recs, each through fn, to dst.
-func eachRecord(dst, recs []byte, n int, base int64, r *recordbatch.Record, fn recordFunc) ([]byte, bool, error) {
+// s.left tells fn how many records of the batch are left, its own
+// included.
+func eachRecord(dst, recs []byte, n int, base int64, s *scratch, fn recordFunc) ([]byte, bool, error) {
 	changed := false
-	for range n {
+	r := &s.rec
+	for i := range n {
+		s.left = n - i
 		var (
 			rest []byte
 			err  error

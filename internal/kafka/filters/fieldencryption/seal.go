@@ -178,7 +178,7 @@ func (j *sealer) plan(parts *[2]partState) error {
 		if n == 0 {
 			continue
 		}
-		d, first, err := j.f.reserve(j.ctx, s.keks[ki].kek, n)
+		d, first, err := j.reserve(s.keks[ki].kek, n)
 		if err != nil {
 			return err
 		}
@@ -187,6 +187,47 @@ func (j *sealer) plan(parts *[2]partState) error {
 	}
 	return nil
 }
+
+// reserve takes n IV counters in a row under kek: from those held for
+// this batch, or from the ring, which then hands out enough for the
+// batch's remaining records if they need as many (at most maxHeld).
+func (j *sealer) reserve(kek string, n uint64) (*datakey.DEK, uint64, error) {
+	s := j.s
+	hi := -1
+	for i := range s.held {
+		if s.held[i].kek == kek {
+			hi = i
+			break
+		}
+	}
+	if hi >= 0 && uint64(s.held[hi].left) >= n {
+		h := &s.held[hi]
+		first := h.next
+		h.next += n
+		h.left -= int(n)
+		return h.d, first, nil
+	}
+	want := n * uint64(max(1, min(s.left, maxHeld)))
+	d, first, got, err := j.f.ring.Reserve(j.ctx, kek, int(want))
+	if err != nil {
+		return nil, 0, err
+	}
+	if uint64(got) < n {
+		// The DEK ran out part way: its last counters go unused and
+		// a new DEK serves the record.
+		return j.f.reserve(j.ctx, kek, n)
+	}
+	h := heldIVs{kek: kek, d: d, next: first + n, left: got - int(n)}
+	if hi >= 0 {
+		s.held[hi] = h
+	} else {
+		s.held = append(s.held, h)
+	}
+	return d, first, nil
+}
+
+// maxHeld bounds the records whose IV counters are reserved ahead.
+const maxHeld = 256
 
 // splice appends the part's payload, its located values encrypted, to dst.
 func (j *sealer) splice(dst []byte, ps *partState, pi int) ([]byte, error) {

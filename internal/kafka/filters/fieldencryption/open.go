@@ -166,7 +166,9 @@ func (j *opener) part(dst []byte, pi, first, n int, payload []byte) ([]byte, err
 		sealed := val
 		if !sp.Bytes {
 			var err error
-			if s.sealed, err = b64.AppendDecode(s.sealed[:0], val); err != nil {
+			// Only the text sealing wrote opens: the decoder skips
+			// line breaks, which the length check catches.
+			if s.sealed, err = b64.AppendDecode(s.sealed[:0], val); err != nil || b64.EncodedLen(len(s.sealed)) != len(val) {
 				return dst, fmt.Errorf("%w: field %q is not an envelope", errAuth, fl.path)
 			}
 			sealed = s.sealed

@@ -12,8 +12,10 @@ import (
 )
 
 // b64 writes a string field's envelope: URL-safe, unpadded, so that the
-// text needs no escaping in JSON and stays short.
-var b64 = base64.RawURLEncoding
+// text needs no escaping in JSON and stays short. Strict, so that the
+// bits of the last character that are not part of the envelope must be
+// zero: with them free, up to 16 texts would open to one value.
+var b64 = base64.RawURLEncoding.Strict()
 
 // Parts of a record, as indexes of per-part arrays.
 const (

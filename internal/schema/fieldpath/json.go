@@ -89,8 +89,8 @@ func CompileJSON(targets []Target) (*JSONPlan, error) {
 // is the plan's own: do not modify it.
 func (p *JSONPlan) Targets() []Target { return p.targets }
 
-// Locate finds p's targets in the JSON text body and sets f to their
-// string values, in record order. It checks the whole text's syntax as it
+// Locate finds p's targets in the JSON text body and sets f's spans to
+// where their string values lie, in record order. It checks the whole text's syntax as it
 // goes, except that string contents are copied as they are: neither their
 // UTF-8 nor raw control characters are checked, only their escapes. On
 // error, f holds nothing.
@@ -221,7 +221,7 @@ func (w *jsonWalk) object(n *jnode, depth int) error {
 	if depth > maxJSONDepth {
 		return w.tooDeep()
 	}
-	// marks[i] is 1 once member names[i] has been read.
+	// f.stack[base+i] becomes 1 when member names[i] is read.
 	base := len(w.f.stack)
 	for range n.named {
 		w.f.stack = append(w.f.stack, 0)
@@ -758,8 +758,8 @@ func (t *trie) insert(i int) error {
 }
 
 func checkJSONSteps(p Path) error {
-	if len(p.Steps) == 0 {
-		return fmt.Errorf("field path %q has no steps", p.Text)
+	if len(p.Steps) == 0 || len(p.Steps) > maxSteps {
+		return fmt.Errorf("field path %q has %d steps, not 1 to %d", p.Text, len(p.Steps), maxSteps)
 	}
 	if p.Steps[0].IsIndex() {
 		return fmt.Errorf("field path %q starts with an index: a JSON record is an object, so a path starts with a member name", p.Text)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -354,7 +355,8 @@ func TestCompileJSONRefuses(t *testing.T) {
 		{"prefix through [*]", jsonTargets(t, "a[*].b", "a[*]"), []string{`"a[*]"`, `"a[*].b"`, "prefix"}},
 		{"twice", jsonTargets(t, "x", "a.b", "a.b?"), []string{`"a.b"`, "same field"}},
 		{"index first", []Target{manual("[0]", Step{Index: 0})}, []string{`"[0]"`, "starts with an index"}},
-		{"no steps", []Target{manual("")}, []string{"no steps"}},
+		{"no steps", []Target{manual("")}, []string{`"" has 0 steps`}},
+		{"too many steps", []Target{manual("long", slices.Repeat([]Step{{Name: "a"}}, 65)...)}, []string{`"long" has 65 steps`}},
 		{"negative index", []Target{manual("a[-2]", Step{Name: "a"}, Step{Index: -2})}, []string{`"a[-2]"`, "negative index"}},
 		{"[*] and [N] name one value", jsonTargets(t, "a[*]", "a[0]"), []string{`"a[*]"`, `"a[0]"`, `both name "a[0]"`}},
 		{"[*] and a name name one value", jsonTargets(t, "a.b.c", "a[*].c"), []string{`"a.b.c"`, `"a[*].c"`, `both name "a.b.c"`}},

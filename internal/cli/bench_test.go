@@ -40,9 +40,14 @@ type benchJSON struct {
 	Valid       bool
 	Problems    []string
 	Published   int64
-	Publish     struct{ P50, P99 float64 } `json:"publish_latency_ms"`
-	E2E         struct{ P50, P99 float64 } `json:"e2e_latency_ms"`
-	Processes   []struct {
+	Errors      int64
+	Workload    struct {
+		Payload  string
+		SchemaID int `json:"schema_id"`
+	}
+	Publish   struct{ P50, P99 float64 } `json:"publish_latency_ms"`
+	E2E       struct{ P50, P99 float64 } `json:"e2e_latency_ms"`
+	Processes []struct {
 		Name         string
 		MsCPUPerMBps float64 `json:"ms_cpu_per_mbps"`
 		CPUSeconds   float64 `json:"cpu_seconds"`
@@ -131,19 +136,33 @@ func TestBenchKafkaBadInputIsOneLine(t *testing.T) {
 }
 
 // TestBenchLayers runs the layer table, plaintext and with SASL over TLS:
-// the broker and one gateway per setup as subprocesses.
+// the broker and one gateway per setup as subprocesses. The plaintext run
+// adds a setup that sends Avro reference records instead of the run's
+// random values, through record validation, which refuses any record that
+// is not Avro with schema id 1. (One setup more costs about 3 s; the
+// choice of each share's baseline has its own tests.)
 func TestBenchLayers(t *testing.T) {
 	needBinary(t)
+	avroLayer := []string{"--layer", "validation-avro=bench/layers/validation-avro.yaml,payload=avro,schema-id=1"}
 	for _, security := range []string{"plaintext", "sasl_ssl"} {
 		t.Run(security, func(t *testing.T) {
 			bport := testkit.PortBlock(t, 1)
 			gport := testkit.PortBlock(t, 1003) // admin, bootstrap, 1000 node ports
 			out := t.TempDir()
-			stdout, stderr, code := runStrait(t, 3*time.Minute, "bench", "layers", "--strait", straitBin,
-				"--security", security, "--broker-port", strconv.Itoa(bport), "--gateway-port", strconv.Itoa(gport+1),
-				"--rate", "300", "--warmup", "500ms", "--duration", "2s", "--quiet", "--out-dir", out)
+			args := []string{"bench", "layers", "--strait", straitBin,
+				"--security", security, "--broker-port", strconv.Itoa(bport), "--gateway-port", strconv.Itoa(gport + 1),
+				"--rate", "300", "--warmup", "500ms", "--duration", "2s", "--quiet", "--out-dir", out}
+			if security == "plaintext" {
+				args = append(args, avroLayer...)
+			}
+			stdout, stderr, code := runStrait(t, 3*time.Minute, args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			if security == "plaintext" {
+				checkAvroLayer(t, stdout, out)
+			} else if strings.Contains(stdout, "payload") {
+				t.Errorf("a table of one payload shows it:\n%s", stdout)
 			}
 			for _, want := range []string{"direct", "passthrough", "p99"} {
 				if !strings.Contains(stdout, want) {
@@ -164,6 +183,32 @@ func TestBenchLayers(t *testing.T) {
 				t.Errorf("passthrough run lacks the gateway's CPU figures: %+v", pass.Processes)
 			}
 		})
+	}
+}
+
+// checkAvroLayer checks the table and result of the layer that sent Avro
+// records in a run of random values.
+func checkAvroLayer(t *testing.T, table, out string) {
+	t.Helper()
+	for _, want := range []string{
+		"| setup | payload | p50 | p95 | p99 | p99.9 |",
+		"| passthrough | random |",
+		"| validation-avro | avro, schema id 1 |",
+		"| validation-avro over passthrough (payload differs) |",
+		"| payload | random | random | avro, schema id 1 |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("layer table lacks %q:\n%s", want, table)
+		}
+	}
+	// Validation refuses a random value: a valid run without errors
+	// sent Avro with the prefix.
+	v := readBenchJSON(t, filepath.Join(out, "validation-avro.json"))
+	if !v.Valid || v.Errors != 0 || v.Published == 0 || v.Workload.Payload != "avro" || v.Workload.SchemaID != 1 {
+		t.Errorf("validation-avro: valid %v %v, %d errors, %d published, workload %+v", v.Valid, v.Problems, v.Errors, v.Published, v.Workload)
+	}
+	if p := readBenchJSON(t, filepath.Join(out, "passthrough.json")); p.Workload.Payload != "random" {
+		t.Errorf("passthrough sent %q, want the run's random payload", p.Workload.Payload)
 	}
 }
 

@@ -55,7 +55,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlags("bench layers", stdout, stderr)
 	workload := workloadFlags(fs)
 	var layers multiFlag
-	fs.Var(&layers, "layer", "a further setup NAME=CONFIG.yaml, measured after passthrough in the order given (repeatable)")
+	fs.Var(&layers, "layer", "a further setup NAME=CONFIG.yaml[,payload=KIND][,schema-id=N], measured after passthrough in the order given; the options change the workload for that setup, and CONFIG.yaml may be direct or passthrough, the built-in setups (repeatable)")
 	security := fs.String("security", "plaintext", "plaintext, ssl, sasl_plaintext or sasl_ssl: how clients, gateway and broker connect")
 	brokerPort := fs.Int("broker-port", 29092, "port of the development broker started for the run")
 	gatewayPort := fs.Int("gateway-port", 29192, "bootstrap port of each gateway (node ports follow it)")
@@ -74,18 +74,9 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	type setup struct{ name, config string }
-	setups := []setup{{name: "direct"}, {name: "passthrough"}}
-	for _, l := range layers {
-		name, path, ok := strings.Cut(l, "=")
-		if !ok || name == "" || path == "" {
-			return fmt.Errorf("--layer %q: want NAME=CONFIG.yaml", l)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("--layer %s: %w", name, err)
-		}
-		setups = append(setups, setup{name: name, config: string(b)})
+	setups, err := layerSetups(layers, w)
+	if err != nil {
+		return err
 	}
 	if *rounds < 1 || *rounds > 20 {
 		return fmt.Errorf("--rounds %d: use 1 to 20", *rounds)
@@ -156,10 +147,10 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	byRound := make([][]*result.Kafka, len(setups))
 	for round := 1; round <= *rounds; round++ {
 		for si, s := range setups {
-			sw := w
+			sw := s.workloadOf(w)
 			pids := []int{bp.Process.Pid}
 			var gw *exec.Cmd
-			if s.name == "direct" {
+			if s.direct {
 				sw.Bootstrap = []string{broker}
 			} else {
 				cfg := s.config
@@ -185,7 +176,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 				sw.Bootstrap = []string{addr}
 				pids = append(pids, gw.Process.Pid)
 			}
-			fmt.Fprintf(stderr, "== %s%s\n", s.name, roundSuffix(round, *rounds))
+			fmt.Fprintf(stderr, "== %s (payload %s)%s\n", s.name, s.payloadLabel(), roundSuffix(round, *rounds))
 			res, err := kafkaload.Run(ctx, sw, runOptions(s.name, pids, *quiet, stderr, args))
 			if gw != nil {
 				stopChild(gw)
@@ -215,10 +206,149 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *rounds > 1 {
 		fmt.Fprintf(stdout, "Each setup's median of %d interleaved rounds, by publish p99.\n\n", *rounds)
 	}
-	if err := report.Layers(stdout, runs); err != nil {
+	if err := report.LayerTable(stdout, layerTable(setups, runs)); err != nil {
 		return err
 	}
 	return writeOutputs(*jsonPath, *htmlPath, "strait bench layers", runs, runs, nil)
+}
+
+// layerSetup is one setup of a layer table: direct, or a gateway started
+// with config (none: the passthrough), measured with the run's workload
+// sending payload (with schemaID, if not 0).
+type layerSetup struct {
+	name     string
+	direct   bool
+	config   string
+	payload  string
+	schemaID int
+	// over is the index of the setup this one's share is measured over.
+	over int
+}
+
+// workloadOf is the run's workload w as the setup sends it.
+func (s layerSetup) workloadOf(w kafkaload.Workload) kafkaload.Workload {
+	w.Payload, w.SchemaID = s.payload, s.schemaID
+	return w
+}
+
+// layerSetups are the setups of a run of workload w: direct, passthrough,
+// then one per --layer, each with the setup its share is measured over.
+func layerSetups(layers []string, w kafkaload.Workload) ([]layerSetup, error) {
+	setups := []layerSetup{
+		{name: "direct", direct: true, payload: w.Payload, schemaID: w.SchemaID},
+		{name: "passthrough", payload: w.Payload, schemaID: w.SchemaID},
+	}
+	for _, arg := range layers {
+		s, err := parseLayer(arg, w)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(setups, func(o layerSetup) bool { return o.name == s.name }) {
+			return nil, fmt.Errorf("--layer %s: there is already a setup of that name (each names its result files)", s.name)
+		}
+		setups = append(setups, s)
+	}
+	for i := range setups {
+		setups[i].over = baselineOf(setups, i)
+	}
+	return setups, nil
+}
+
+// layerUsage is the syntax of a --layer.
+const layerUsage = "NAME=CONFIG.yaml[,payload=KIND][,schema-id=N]"
+
+// parseLayer reads a --layer: NAME=CONFIG.yaml, where CONFIG.yaml may be
+// the word direct or passthrough for another run of a built-in setup, then
+// options that change the workload w for this setup alone: payload=KIND
+// and schema-id=N (0: no wire-format prefix).
+func parseLayer(arg string, w kafkaload.Workload) (layerSetup, error) {
+	name, rest, _ := strings.Cut(arg, "=")
+	fields := strings.Split(rest, ",")
+	path := fields[0]
+	if name == "" || path == "" {
+		return layerSetup{}, fmt.Errorf("--layer %q: want %s", arg, layerUsage)
+	}
+	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return layerSetup{}, fmt.Errorf("--layer %q: the name is not a file name (it names the setup's result files)", arg)
+	}
+	s := layerSetup{name: name, payload: w.Payload, schemaID: w.SchemaID}
+	given := map[string]bool{}
+	for _, opt := range fields[1:] {
+		key, value, _ := strings.Cut(opt, "=")
+		if given[key] {
+			return layerSetup{}, fmt.Errorf("--layer %s: %s is given twice", name, key)
+		}
+		given[key] = true
+		switch key {
+		case "payload":
+			s.payload = value
+		case "schema-id":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return layerSetup{}, fmt.Errorf("--layer %s: schema-id=%q is not a schema id (a whole number; 0 for none)", name, value)
+			}
+			s.schemaID = n
+		default:
+			return layerSetup{}, fmt.Errorf("--layer %s: unknown option %q (want %s)", name, key, layerUsage)
+		}
+	}
+	// The run's workload is valid: whatever is wrong now is the setup's
+	// payload or schema id, or how they go with the run's.
+	if err := s.workloadOf(w).Validate(); err != nil {
+		return layerSetup{}, fmt.Errorf("--layer %s (payload %s, schema id %d): %w", name, s.payload, s.schemaID, err)
+	}
+	switch path {
+	case "direct":
+		s.direct = true
+	case "passthrough":
+	default:
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return layerSetup{}, fmt.Errorf("--layer %s: %w", name, err)
+		}
+		s.config = string(b)
+	}
+	return s, nil
+}
+
+// baselineOf is the index of the setup that setups[i]'s share is measured
+// over: the nearest earlier one that sent the same payload (for a direct
+// setup, the nearest such direct one), so that the share is what the layer
+// costs and not what another payload does; failing that, the same system
+// with the run's own payload: the first direct setup for a direct one,
+// passthrough for a gateway. The first setup has none (-1).
+func baselineOf(setups []layerSetup, i int) int {
+	if i == 0 {
+		return -1
+	}
+	cur := setups[i]
+	for j := i - 1; j >= 0; j-- {
+		o := setups[j]
+		if o.payload == cur.payload && o.schemaID == cur.schemaID && (o.direct || !cur.direct) {
+			return j
+		}
+	}
+	if cur.direct {
+		return 0
+	}
+	return 1
+}
+
+// payloadLabel names the payload the setup sends, in tables.
+func (s layerSetup) payloadLabel() string {
+	if s.schemaID == 0 {
+		return s.payload
+	}
+	return fmt.Sprintf("%s, schema id %d", s.payload, s.schemaID)
+}
+
+// layerTable is the report's view of the setups and their runs.
+func layerTable(setups []layerSetup, runs []*result.Kafka) []report.Layer {
+	out := make([]report.Layer, len(setups))
+	for i, s := range setups {
+		out[i] = report.Layer{Run: report.KafkaRun(runs[i]), Payload: s.payloadLabel(), Over: s.over}
+	}
+	return out
 }
 
 // roundSuffix names a round in progress lines and file names, when there

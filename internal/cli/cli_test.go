@@ -59,7 +59,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"bench"}, 2, false, []string{"Usage: strait bench <command>"}, nil},
 		{[]string{"bench", "-h"}, 0, true, []string{"Usage: strait bench <command>", "llm-layers"}, nil},
 		{[]string{"bench", "nope"}, 2, false, []string{`unknown command "nope"`}, nil},
-		{[]string{"bench", "layers", "-h"}, 0, true, []string{"-bootstrap", "(set by the run)", "(default 5000)"}, []string{`(default "(`}},
+		{[]string{"bench", "layers", "-h"}, 0, true, []string{"-bootstrap", "(set by the run)", "(default 5000)", "NAME=CONFIG.yaml[,payload=KIND][,schema-id=N]"}, []string{`(default "(`}},
 		{[]string{"bench", "llm-layers", "-h"}, 0, true, []string{"-url", "(set by the run)"}, []string{`(default "(`}},
 		{[]string{"bench", "compare", "-h"}, 0, true, []string{"-report"}, nil},
 		{[]string{"keys"}, 2, false, []string{"Usage: strait keys <command>"}, nil},

@@ -2,10 +2,12 @@
 // their imports taken from referenced schemas, and validates Protobuf binary
 // data against a message of them by reading the wire format field by field.
 // Nothing is decoded into Go messages, so fields the schema does not know
-// are accepted (and left in place by whoever forwards the bytes).
+// are accepted (and left in place by whoever forwards the bytes). A Plan
+// locates chosen string and bytes fields in the same way, for field
+// encryption, and Tagged finds the fields a data contract tags.
 //
 // It is a codec of the schema layer (internal/schema) and imports nothing
-// of ours.
+// of ours but fieldpath, the engine its locator reports to.
 package protobuf
 
 import (
@@ -36,6 +38,8 @@ type Schema struct {
 	// time and read-only after, so lookups need no lock.
 	msgs  map[protoreflect.FullName]*Message
 	first *Message // the first top-level message: message indexes [0]
+	// meta locates field tags; nil when the file does not import them.
+	meta *metaOption
 }
 
 // mainName is the path the compiled file gets; a registry gives the schema
@@ -43,12 +47,16 @@ type Schema struct {
 const mainName = "schema.proto"
 
 // Compile compiles text, a .proto file, with refs as the files it imports.
-// The well-known google/protobuf/*.proto files need no reference.
+// The well-known google/protobuf/*.proto files need no reference, nor does
+// confluent/meta.proto (see metaName) unless one is given.
 func Compile(ctx context.Context, text string, refs []Reference) (*Schema, error) {
 	name := mainName
-	srcs := make(map[string]string, len(refs)+1)
+	srcs := make(map[string]string, len(refs)+2)
 	for _, r := range refs {
 		srcs[r.Name] = r.Text
+	}
+	if _, given := srcs[metaName]; !given {
+		srcs[metaName] = metaProto
 	}
 	for i := 0; ; i++ {
 		if _, taken := srcs[name]; !taken {
@@ -74,6 +82,9 @@ func Compile(ctx context.Context, text string, refs []Reference) (*Schema, error
 		return nil, errors.New("protobuf schema: compiled file missing from the result")
 	}
 	s := &Schema{file: fd, msgs: map[protoreflect.FullName]*Message{}}
+	if opt, ok := findMetaOption(fd); ok {
+		s.meta = &opt
+	}
 	s.addMessages(fd.Messages())
 	if fd.Messages().Len() > 0 {
 		s.first = s.msgs[fd.Messages().Get(0).FullName()]
@@ -136,7 +147,7 @@ func (s *Schema) table(md protoreflect.MessageDescriptor) *Message {
 	if m, ok := s.msgs[md.FullName()]; ok {
 		return m
 	}
-	m := &Message{desc: md}
+	m := &Message{desc: md, meta: s.meta}
 	s.msgs[md.FullName()] = m
 	fields := md.Fields()
 	maxSmall := 0
@@ -176,6 +187,7 @@ type Message struct {
 	desc  protoreflect.MessageDescriptor
 	small []*field
 	large map[protowire.Number]*field
+	meta  *metaOption
 }
 
 // Descriptor returns the message's descriptor.

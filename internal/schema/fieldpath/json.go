@@ -2,6 +2,7 @@ package fieldpath
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -723,6 +724,7 @@ type trie struct {
 	size    int
 }
 
+// tnode is a node of the trie: the value at the end of a path prefix.
 type tnode struct {
 	target   int // the target whose path ends here, or -1
 	first    int // the first target whose path goes through here
@@ -902,7 +904,7 @@ func (m *merger) mergeSteps(n *jnode, set, anys []*tnode) error {
 			}
 		}
 	}
-	slices.SortStableFunc(steps, func(a, b Step) int { return a.Index - b.Index }) // items by index; names keep their order
+	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Index, b.Index) }) // items by index; names keep their order
 	for _, s := range steps {
 		e, err := m.edge(set, anys, s, n.text)
 		if err != nil {

@@ -49,6 +49,9 @@ func (j *sealer) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 	var parts [2]partState
 	any := false
 	for pi, rp := range j.pol.rule.parts {
+		// A part not located (null, or not configured) must not keep
+		// the spans of the record before.
+		s.found[pi].Reset()
 		if rp == nil {
 			continue
 		}

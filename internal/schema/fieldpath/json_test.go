@@ -547,6 +547,51 @@ func TestLocateJSONAllocs(t *testing.T) {
 	}
 }
 
+// TestLocateJSONSharesFoundWithSplice: Locate borrows Splice's working
+// memory in Found for its own, so one Found must serve both in turn.
+func TestLocateJSONSharesFoundWithSplice(t *testing.T) {
+	p := compileJSON(t, append(manyPaths(12, "?"), "customer.ssn")...)
+	body := []byte(`{"f\u0031":"a","customer":{"x":{"ssn":1},"\u0073sn":"b"},"f11":"c","f2":null}`)
+	want := `{"f\u0031":"YQ","customer":{"x":{"ssn":1},"\u0073sn":"Yg"},"f11":"Yw","f2":null}`
+	var f Found
+	for range 3 {
+		if err := p.Locate(body, &f); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Splice(nil, body, &f, rewriteJSONValue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != want {
+			t.Fatalf("spliced to %s, want %s", out, want)
+		}
+	}
+}
+
+// TestJSONPlanConcurrent runs one plan on several goroutines, for the race
+// detector: Locate must not write to the plan.
+func TestJSONPlanConcurrent(t *testing.T) {
+	p := compileJSON(t, append(manyPaths(12, "?"), validJSONPaths...)...)
+	done := make(chan error)
+	for _, rec := range validJSONRecords {
+		go func() {
+			var f Found
+			var err error
+			for range 50 {
+				if err = p.Locate([]byte(rec), &f); err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range validJSONRecords {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // referenceJSONRecord is the benchmark's 1 KiB reference record.
 func referenceJSONRecord() []byte {
 	return []byte(`{"id":"` + "3f2b9c1e-8d4a-4e6b-9a7c-5d1e2f3a4b5c" + `","status":"ACTIVE","ssn":"123-45-6789","notes":"` +

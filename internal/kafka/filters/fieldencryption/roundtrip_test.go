@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -118,6 +120,28 @@ func TestEnvelopeSize(t *testing.T) {
 		t.Logf("%s mode: the 11-byte ssn is stored as %d characters; the record's marker header is %d bytes", mode, len(env), len(r.Headers[0].Value))
 		if len(env) > 64 {
 			t.Errorf("%s mode: the 11-byte ssn takes %d characters, want at most 64", mode, len(env))
+		}
+	}
+}
+
+// TestForgedMarker: a produced record that carries the marker header is
+// refused, even with no field to encrypt: passed on, it would fail every
+// fetch of its partition.
+func TestForgedMarker(t *testing.T) {
+	f := newFilter(t, jsonConfig("ssn"), testKMS(t, "kek"))
+	for _, hs := range [][]kmsg.Header{
+		{{Key: markerKey, Value: []byte{1, 0}}},
+		{{Key: "a", Value: []byte("b")}, {Key: markerKey, Value: nil}},
+	} {
+		in := makeBatch(t, kgo.NoCompression(), rec{value: []byte(`{"ssn":null}`), headers: hs})
+		c, _ := testCtx(t, "")
+		up, refused := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-x": in}))
+		p, ok := refused["pii-x"]
+		if !ok || up["pii-x"] != nil {
+			t.Fatalf("headers %v: not refused (upstream %d bytes)", hs, len(up["pii-x"]))
+		}
+		if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "strait.fields") {
+			t.Errorf("refused with %d %v, want INVALID_RECORD naming the header", p.ErrorCode, p.ErrorMessage)
 		}
 	}
 }

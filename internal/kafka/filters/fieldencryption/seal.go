@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
@@ -45,6 +46,9 @@ type sealer struct {
 // record with no field to encrypt (null parts, no value at any path) is
 // appended as it came, with no marker.
 func (j *sealer) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, bool, error) {
+	if err := noMarker(r); err != nil {
+		return dst, false, err
+	}
 	s := j.s
 	var parts [2]partState
 	any := false
@@ -299,6 +303,28 @@ func appendDetAD(dst []byte, topic string, bind bool, fl *markerField) []byte {
 	}
 	dst = append(dst, fl.flags&fieldKey)
 	return append(dst, fl.path...)
+}
+
+// errForgedMarker is a produced record that carries the filter's marker
+// header. Only the gateway writes it: a record passed on with a marker of
+// the producer's making (and no field to encrypt) would fail every fetch
+// of its partition, for every consumer.
+var errForgedMarker = errors.New("record carries the header " + markerKey + ", which only the gateway may write")
+
+// noMarker refuses a produced record with a marker header.
+func noMarker(r *recordbatch.Record) error {
+	hs := r.Headers
+	for range r.HeaderCount {
+		h, rest, err := recordbatch.NextHeader(hs)
+		if err != nil {
+			return err
+		}
+		if string(h.Key) == markerKey {
+			return errForgedMarker
+		}
+		hs = rest
+	}
+	return nil
 }
 
 // partError says which part of the record a fault is in.

@@ -199,7 +199,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, pe...)
 			needSchemas = needSchemas || schemas
 		}
-		errs = append(errs, r.Fetch.validate(at+".fetch", r)...)
+		errs = append(errs, r.Fetch.validate(at, r)...)
 	}
 	if needSchemas || c.Registry != nil || len(c.Schemas) > 0 {
 		if needSchemas && c.Registry == nil && len(c.Schemas) == 0 {
@@ -284,9 +284,11 @@ func (p *Part) validate(at string, ruleKEK bool) (errs []error, schemas bool) {
 	return errs, schemas
 }
 
-func (f *FetchRule) validate(at string, r Rule) []error {
+// validate checks the fetch rule of r, the rule at path rule.
+func (f *FetchRule) validate(rule string, r Rule) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	at := rule + ".fetch"
 	for i, p := range f.DecryptFor {
 		if strings.TrimSpace(p) == "" {
 			bad(`%s.decrypt_for[%d]: is empty: name a principal as authentication reports it (e.g. alice, or User:CN=alice), or "*" for everyone`, at, i)
@@ -300,7 +302,7 @@ func (f *FetchRule) validate(at string, r Rule) []error {
 	if f.Others == othersRedact && r.Value != nil && r.Value.Format == formatJSON {
 		for i, fl := range r.Value.Fields {
 			if strings.ContainsAny(fl.RedactWith, "\"\\") || strings.ContainsFunc(fl.RedactWith, func(c rune) bool { return c < 0x20 }) {
-				bad("rules.value.fields[%d].redact_with: holds a quote, backslash or control character, which a JSON string would need escaped: use plain text", i)
+				bad("%s.value.fields[%d].redact_with: holds a quote, backslash or control character, which a JSON string would need escaped: use plain text", rule, i)
 			}
 		}
 	}

@@ -133,6 +133,17 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 			return nil, err
 		}
 		f.reg = reg
+		// Open compiled the config's schemas in a registry of their
+		// own: look them up in this one, from the config (never the
+		// registry), so that compileRule finds them cached.
+		for _, sc := range cfg.Schemas {
+			if sc.ID == 0 {
+				continue
+			}
+			if _, err := reg.SchemaByID(ctx, sc.ID); err != nil {
+				return nil, fmt.Errorf("schemas: id %d: %w", sc.ID, err)
+			}
+		}
 	}
 	var errs []error
 	for i := range cfg.Rules {

@@ -90,6 +90,11 @@ type fieldCase struct {
 	Values     []map[string]any `json:"values"`
 	// secret are the fields the filter encrypts.
 	secret []string
+	// codec is what the client compresses with (the filter compresses
+	// the batches it rewrites the same way); idempotent says its batches
+	// carry a producer id (which the filter keeps).
+	codec      string
+	idempotent bool
 }
 
 // fieldSpec is what a client script is told.
@@ -290,7 +295,9 @@ func TestFieldEncryption(t *testing.T) {
 			"try { require.resolve('./node/node_modules/@kafkajs/confluent-schema-registry') } catch { console.error('no @kafkajs/confluent-schema-registry in test/interop/node/node_modules'); process.exit(1) }"))
 		needDep(t, "the @kafkajs/confluent-schema-registry package", err, "npm ci --prefix test/interop/node")
 		t.Parallel()
-		runFieldClient(t, e, regURL, []string{"node", "node/fieldencryption.js"}, newFieldCase(t, e, "kafkajs", fmtAvro))
+		c := newFieldCase(t, e, "kafkajs", fmtAvro)
+		c.codec = "gzip"
+		runFieldClient(t, e, regURL, []string{"node", "node/fieldencryption.js"}, c)
 	})
 	t.Run("confluent-kafka-python", func(t *testing.T) {
 		needPython(t, "confluent_kafka", "python3-confluent-kafka")
@@ -298,8 +305,11 @@ func TestFieldEncryption(t *testing.T) {
 		needPython(t, "jsonschema", "python3-jsonschema")
 		needPython(t, "google.protobuf", "python3-protobuf")
 		t.Parallel()
-		runFieldClient(t, e, regURL, []string{pythonBin(), "py/confluent_kafka_fieldencryption.py"},
-			newFieldCase(t, e, "confluent", fmtProtobuf), newFieldCase(t, e, "confluent", fmtJSON))
+		cases := []fieldCase{newFieldCase(t, e, "confluent", fmtProtobuf), newFieldCase(t, e, "confluent", fmtJSON)}
+		for i := range cases {
+			cases[i].codec, cases[i].idempotent = "zstd", true
+		}
+		runFieldClient(t, e, regURL, []string{pythonBin(), "py/confluent_kafka_fieldencryption.py"}, cases...)
 	})
 	t.Run("kcat", func(t *testing.T) {
 		needKcat(t)
@@ -352,8 +362,14 @@ func checkFieldCase(t *testing.T, e *env, client string, c fieldCase, produced, 
 	if len(produced) != n {
 		t.Fatalf("%s produced %d records, want %d", client, len(produced), n)
 	}
-	stored := readRecords(t, e.broker.ListenAddrs(), c.Topic, n)
-	through := readRecords(t, []string{e.addr}, c.Topic, n)
+	stored, batches := readStored(t, e.broker.ListenAddrs(), c.Topic, n)
+	through, _ := readStored(t, []string{e.addr}, c.Topic, n)
+	for i, b := range batches {
+		if b.codec != c.codec || (b.producerID >= 0) != c.idempotent {
+			want := map[bool]string{true: "with a producer id (idempotent)", false: "without a producer id"}[c.idempotent]
+			t.Errorf("record %d is stored in a %s batch of producer id %d, want a %s batch %s as the client wrote it", i, b.codec, b.producerID, c.codec, want)
+		}
+	}
 	for i := range min(n, len(stored), len(through)) {
 		checkStoredRecord(t, &c, i, produced[i], stored[i])
 		if broker != nil {
@@ -499,9 +515,22 @@ func headersContain(hs []header, b []byte) bool {
 	return false
 }
 
+// batchOf is what the batch of a stored record says.
+type batchOf struct {
+	codec      string
+	producerID int64
+}
+
 // readRecords reads the n records of topic (one partition) from the
 // beginning with franz-go, from seeds: the broker, or the gateway.
 func readRecords(t *testing.T, seeds []string, topic string, n int) []record {
+	t.Helper()
+	recs, _ := readStored(t, seeds, topic, n)
+	return recs
+}
+
+// readStored is readRecords that also says what each record's batch says.
+func readStored(t *testing.T, seeds []string, topic string, n int) ([]record, []batchOf) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -516,6 +545,7 @@ func readRecords(t *testing.T, seeds []string, topic string, n int) []record {
 		t.Errorf("%s holds %d records (read from %v), want %d", topic, end, seeds, n)
 	}
 	var got []record
+	var batches []batchOf
 	for len(got) < n {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -529,9 +559,10 @@ func readRecords(t *testing.T, seeds []string, topic string, n int) []record {
 				rec.Headers = append(rec.Headers, header{Key: h.Key, Value: h.Value})
 			}
 			got = append(got, rec)
+			batches = append(batches, batchOf{codec: codecName(r.Attrs.CompressionType()), producerID: r.ProducerID})
 		})
 	}
-	return got
+	return got, batches
 }
 
 // kcatFieldLines are plain JSON records as a person types them for kcat,
@@ -549,7 +580,7 @@ var kcatFieldLines = []string{
 // gateway and straight from the broker, and checks them.
 func kcatFieldCase(t *testing.T, e *env) {
 	c := newFieldCase(t, e, "kcat", "")
-	c.Values = nil
+	c.Values, c.codec = nil, "lz4"
 	var in bytes.Buffer
 	var produced []fieldRecord
 	for i, line := range kcatFieldLines {

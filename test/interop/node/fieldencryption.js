@@ -8,8 +8,8 @@
 // gateway, the broker behind it, the registry, and cases: a topic, a schema
 // type and schema, and values. For each case the script registers the
 // schema under the topic-name subject with the package's registry client,
-// encodes the values with it and produces them through the gateway (key
-// "k<i>", one header app=interop-<i>). Then it reads every topic from the
+// encodes the values with it and produces them through the gateway in one
+// gzip batch (key "k<i>", one header app=interop-<i>). Then it reads every topic from the
 // beginning twice, at the same time: straight from the broker and through
 // the gateway, decoding each record with the package's decode (which looks
 // the schema id up in the registry). It prints one JSON object on stdout:
@@ -24,7 +24,7 @@
 
 const fs = require('fs')
 const path = require('path')
-const { Kafka, logLevel } = require('kafkajs')
+const { Kafka, CompressionTypes, logLevel } = require('kafkajs')
 const { SchemaRegistry } = require('@kafkajs/confluent-schema-registry')
 
 const version = (pkg) => require(path.join(path.dirname(require.resolve(pkg)), '..', 'package.json')).version
@@ -126,7 +126,7 @@ async function main () {
       messages.push(m)
       rc.produced.push({ key: m.key.toString('base64'), value: value.toString('base64'), headers: headerList(m.headers) })
     }
-    await producer.send({ topic: c.topic, acks: -1, messages })
+    await producer.send({ topic: c.topic, acks: -1, compression: CompressionTypes.GZIP, messages })
   }
   await producer.disconnect()
 

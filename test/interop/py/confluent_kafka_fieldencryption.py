@@ -15,7 +15,8 @@ serializer (JSONSerializer registers its schema itself; the Protobuf one of
 this version would register a base64 FileDescriptorProto, which strait
 registry does not take, so the .proto text is registered first and the
 serializer looks it up as text, as confluent_kafka_validation.py does) and
-produces them through the gateway (key "k<i>", one header app=interop-<i>).
+produces them through the gateway with an idempotent producer compressing
+with zstd (key "k<i>", one header app=interop-<i>).
 Then it reads each topic from the beginning straight from the broker and
 through the gateway, with assigned consumers, and runs every value through
 the format's deserializer: JSONDeserializer validates it against the
@@ -121,6 +122,8 @@ def main():
         "bootstrap.servers": spec["gateway"],
         "client.id": "strait-interop-confluent-kafka",
         "acks": "all",
+        "enable.idempotence": True,
+        "compression.type": "zstd",
         "linger.ms": 5,
     })
     codecs = []

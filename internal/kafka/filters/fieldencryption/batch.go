@@ -2,6 +2,7 @@ package fieldencryption
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,6 +30,9 @@ type scratch struct {
 	keyField, valueField []byte
 	cacheKey             []byte
 	opened               []byte
+	// aeads are the AEADs of the DEKs of the record at hand's marker,
+	// by KEK index.
+	aeads []cipher.AEAD
 	// rec is the record at hand: here rather than on the stack, where
 	// handing it to a recordFunc would move it to the heap.
 	rec recordbatch.Record
@@ -62,6 +66,8 @@ func getScratch() *scratch { return scratches.Get().(*scratch) }
 func putScratch(s *scratch) {
 	clear(s.held) // reserved counters are not carried over: each partition starts afresh
 	s.held = s.held[:0]
+	clear(s.aeads) // no key is kept alive by the pool
+	s.aeads = s.aeads[:0]
 	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.keyField, &s.valueField, &s.cacheKey, &s.opened} {
 		if cap(*b) > keepScratch {
 			*b = nil

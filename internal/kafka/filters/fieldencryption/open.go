@@ -2,7 +2,6 @@ package fieldencryption
 
 import (
 	"context"
-	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,8 +23,6 @@ type opener struct {
 	rule   *compiledRule
 	redact bool
 	s      *scratch
-
-	aeads []cipher.AEAD // per marker KEK, for the record at hand
 }
 
 // record appends r, its fields restored, to dst. A record without a marker
@@ -101,19 +98,20 @@ func (j *opener) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 
 // keys finds the AEAD of every DEK the marker names.
 func (j *opener) keys(m *marker) error {
-	j.aeads = j.aeads[:0]
+	s := j.s
+	s.aeads = s.aeads[:0]
 	for i := range m.keks {
 		k := &m.keks[i]
 		if len(k.wrapped) == 0 {
-			j.aeads = append(j.aeads, nil)
+			s.aeads = append(s.aeads, nil)
 			continue
 		}
-		j.s.cacheKey = datakey.AppendOpenerKey(j.s.cacheKey[:0], k.name, k.wrapped)
-		a, err := j.f.opens.Get(j.ctx, j.s.cacheKey, k.name, k.wrapped)
+		s.cacheKey = datakey.AppendOpenerKey(s.cacheKey[:0], k.name, k.wrapped)
+		a, err := j.f.opens.Get(j.ctx, s.cacheKey, k.name, k.wrapped)
 		if err != nil {
 			return err
 		}
-		j.aeads = append(j.aeads, a)
+		s.aeads = append(s.aeads, a)
 	}
 	return nil
 }
@@ -194,7 +192,7 @@ func (j *opener) part(dst []byte, pi, first, n int, payload []byte) ([]byte, err
 		}
 		s.nonce = datakey.Nonce(m.keks[fl.kek].first + s.base[fi] + uint64(occ))
 		s.aad = appendFieldAAD(s.aad, fi)
-		out, err := j.aeads[fl.kek].Open(dst, s.nonce[:], sealed, s.aad)
+		out, err := s.aeads[fl.kek].Open(dst, s.nonce[:], sealed, s.aad)
 		s.aad = s.aad[:len(s.aad)-fieldAADLen]
 		if err != nil {
 			return dst, fmt.Errorf("%w (field %q)", errAuth, fl.path)

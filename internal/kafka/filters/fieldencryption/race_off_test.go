@@ -1,0 +1,5 @@
+//go:build !race
+
+package fieldencryption
+
+const raceEnabled = false

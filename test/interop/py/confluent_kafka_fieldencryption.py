@@ -17,8 +17,8 @@ registry does not take, so the .proto text is registered first and the
 serializer looks it up as text, as confluent_kafka_validation.py does) and
 produces them through the gateway with an idempotent producer compressing
 with zstd (key "k<i>", one header app=interop-<i>).
-Then it reads each topic from the beginning straight from the broker and
-through the gateway, with assigned consumers, and runs every value through
+Then it reads the topics from the beginning straight from the broker and
+through the gateway, with an assigned consumer each, and runs every value through
 the format's deserializer: JSONDeserializer validates it against the
 schema, ProtobufDeserializer parses it as the message. It prints one JSON
 object on stdout:
@@ -74,8 +74,10 @@ def codec(registry, c):
                 msg, preserving_proto_field_name=True, including_default_value_fields=True))
 
 
-def read(bootstrap, topic, n, deser, to_json, deadline, errors, where):
-    """Reads n records of partition 0 of topic from the beginning."""
+def read(bootstrap, cases, deadline, errors, where):
+    """Reads the records of partition 0 of every case's topic from the
+    beginning, with one consumer, and decodes each with its case's
+    deserializer. Returns the records by topic, in offset order."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "strait-interop-unused",  # assigned, never joined
@@ -83,26 +85,29 @@ def read(bootstrap, topic, n, deser, to_json, deadline, errors, where):
         "client.id": "strait-interop-confluent-kafka",
         "fetch.wait.max.ms": 100,
     })
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    out = []
-    ctx = SerializationContext(topic, MessageField.VALUE)
-    while len(out) < n:
+    consumer.assign([TopicPartition(c["topic"], 0, OFFSET_BEGINNING) for c, _ in cases])
+    want = {c["topic"]: len(c["values"]) for c, _ in cases}
+    decoders = {c["topic"]: d for c, d in cases}
+    out = {topic: [] for topic in want}
+    while any(len(out[topic]) < n for topic, n in want.items()):
         if time.monotonic() > deadline:
-            errors.append("%s: read %d of %d records of %s in time" % (where, len(out), n, topic))
+            errors.append("%s: read %s of %s records in time" % (
+                where, {t: len(r) for t, r in out.items()}, want))
             break
         msg = consumer.poll(0.2)
         if msg is None:
             continue
         if msg.error():
-            errors.append("%s: %s: %s" % (where, topic, msg.error()))
+            errors.append("%s: %s" % (where, msg.error()))
             continue
+        deser, to_json = decoders[msg.topic()]
         rec = {"key": b64e(msg.key()), "value": b64e(msg.value()), "headers": headers_of(msg),
                "decoded": None, "error": ""}
         try:
-            rec["decoded"] = to_json(deser(msg.value(), ctx))
+            rec["decoded"] = to_json(deser(msg.value(), SerializationContext(msg.topic(), MessageField.VALUE)))
         except Exception as e:  # what the reader makes of the record
             rec["error"] = describe_exc(e)
-        out.append(rec)
+        out[msg.topic()].append(rec)
     consumer.close()
     return out
 
@@ -146,10 +151,11 @@ def main():
     if producer.flush(30) != 0:
         result["errors"].append("records still unacknowledged after 30 s")
 
-    for c, rc, (deser, to_json) in zip(spec["cases"], result["cases"], codecs):
-        n = len(c["values"])
-        rc["broker"] = read(",".join(spec["broker"]), c["topic"], n, deser, to_json, deadline, result["errors"], "broker")
-        rc["gateway"] = read(spec["gateway"], c["topic"], n, deser, to_json, deadline, result["errors"], "gateway")
+    cases = list(zip(spec["cases"], codecs))
+    broker = read(",".join(spec["broker"]), cases, deadline, result["errors"], "broker")
+    gateway = read(spec["gateway"], cases, deadline, result["errors"], "gateway")
+    for rc in result["cases"]:
+        rc["broker"], rc["gateway"] = broker[rc["topic"]], gateway[rc["topic"]]
 
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

@@ -78,11 +78,28 @@ message Person {
 `
 	personProtoFile    = "person.proto"
 	personProtoMessage = "strait.interop.pii.Person"
+	// personProtoTagged is personProto with an email tagged PII, which
+	// the example's pii-proto* rule encrypts besides ssn. Clients do not
+	// register confluent/meta.proto: registries supply it.
+	personProtoTagged = `syntax = "proto3";
+package strait.interop.pii;
+
+import "confluent/meta.proto";
+
+message Person {
+  string id = 1;
+  string status = 2;
+  string ssn = 3;
+  string notes = 4;
+  int32 visits = 5;
+  string email = 6 [(confluent.field_meta).tags = "PII"];
+}
+`
 )
 
 // personProtoFields are the field numbers of personProto's encrypted
 // fields.
-var personProtoFields = map[string]protowire.Number{"ssn": 3}
+var personProtoFields = map[string]protowire.Number{"ssn": 3, "email": 6}
 
 // fieldCase is one topic a client writes: the values it produces (as JSON
 // objects) and the fields the filter must encrypt in them.
@@ -218,6 +235,17 @@ func personDescriptor(t *testing.T) []byte {
 	return b
 }
 
+// tagProtoEmail makes a Protobuf case's schema personProtoTagged and gives
+// every value an email. (confluent-kafka-python 1.7's serializer cannot
+// write it: it looks the imported file up as a registered subject.)
+func tagProtoEmail(c *fieldCase) {
+	c.Schema, c.Descriptor, c.Message = personProtoTagged, nil, ""
+	c.secret = append(c.secret, "email")
+	for i, v := range c.Values {
+		v["email"] = fmt.Sprintf("person%d@example.com", i+1)
+	}
+}
+
 // sealed reports whether the filter encrypts field of value i: a null
 // value is left alone, and so is a Protobuf string at its default when
 // the client's encoder leaves it off the wire.
@@ -307,6 +335,7 @@ func TestFieldEncryption(t *testing.T) {
 		// which the filter must read (and write back) as the schema's
 		// first message.
 		cases := []fieldCase{newFieldCase(t, e, "kafkajs", fmtAvro), newFieldCase(t, e, "kafkajs", fmtProtobuf), newFieldCase(t, e, "kafkajs", fmtJSON)}
+		tagProtoEmail(&cases[1])
 		for i := range cases {
 			// protobufjs writes a field set to its default, so the
 			// empty ssn is on the wire, and encrypted.

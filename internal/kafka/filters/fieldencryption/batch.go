@@ -95,16 +95,24 @@ func (e *recordError) Unwrap() error { return e.err }
 // through fn. A batch none of whose records changed is appended exactly as
 // it came; a changed one is re-framed (and recompressed with its codec).
 // On error it returns what it appended before the failing batch.
-// truncatedOK drops a partial batch at the end, as a fetch may carry one.
-func rewrite(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, dst, in []byte, truncatedOK bool, fn recordFunc) ([]byte, bool, error) {
+// fetched is set for a fetched partition: a partial batch at the end, as a
+// fetch may carry one, is dropped, and legacy messages (magic 0 and 1),
+// which cannot carry the marker and so hold no encrypted field, are
+// appended as they came.
+func rewrite(ctx context.Context, codecs *recordbatch.Codecs, s *scratch, dst, in []byte, fetched bool, fn recordFunc) ([]byte, bool, error) {
 	changed := false
 	for rest := in; len(rest) > 0; {
 		batch, next, err := recordbatch.Next(rest)
-		if truncatedOK && errors.Is(err, recordbatch.ErrTruncated) {
+		if fetched && errors.Is(err, recordbatch.ErrTruncated) {
 			break
 		}
 		if err != nil {
 			return dst, changed, err
+		}
+		if fetched && recordbatch.Magic(batch) < 2 {
+			dst = append(dst, batch...)
+			rest = next
+			continue
 		}
 		start := len(dst)
 		var c bool

@@ -1,0 +1,5 @@
+//go:build !race
+
+package datakey
+
+const raceEnabled = false

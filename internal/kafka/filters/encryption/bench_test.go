@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // Benchmarks of the filter's own work, without the proxy: one 1 KiB record
@@ -78,7 +79,7 @@ func BenchmarkOpenRecord1KiB(b *testing.B) {
 	}
 	j := opener{f: f, ctx: context.Background(), topic: "orders", s: getScratch()}
 	dst := make([]byte, 0, 2048)
-	b.SetBytes(int64(len(r.Value) - tagLen))
+	b.SetBytes(int64(len(r.Value) - datakey.TagLen))
 	b.ReportAllocs()
 	for b.Loop() {
 		if dst, _, err = j.openRecord(dst[:0], &r, recs); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
 	"github.com/straitgw/strait/internal/kafka/topicsel"
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // Config is the filter's config block (the `config:` of a `record-encryption`
@@ -177,8 +178,8 @@ func checkKEKTemplate(t string) error {
 	if strings.ContainsAny(rest, "{}") {
 		return fmt.Errorf(`%q has a placeholder other than {topic}: {topic} is the only one (the config loader expands ${...} itself)`, t)
 	}
-	if !strings.Contains(t, topicPlaceholder) && len(t) > maxNameLen {
-		return fmt.Errorf("%q is %d bytes long: a KEK name is at most %d bytes", t, len(t), maxNameLen)
+	if !strings.Contains(t, topicPlaceholder) && len(t) > datakey.MaxNameLen {
+		return fmt.Errorf("%q is %d bytes long: a KEK name is at most %d bytes", t, len(t), datakey.MaxNameLen)
 	}
 	return nil
 }
@@ -219,8 +220,8 @@ func (p *policies) get(topic string) *topicPolicy {
 	tp = p.none
 	if p.sel.Match(topic) {
 		tp = &topicPolicy{encrypt: true, kek: strings.ReplaceAll(p.kek, topicPlaceholder, topic)}
-		if len(tp.kek) > maxNameLen {
-			tp.kekErr = fmt.Errorf("%w: the KEK name for topic %q is %d bytes long, over the limit of %d: shorten the kek template", errKEKName, topic, len(tp.kek), maxNameLen)
+		if len(tp.kek) > datakey.MaxNameLen {
+			tp.kekErr = fmt.Errorf("%w: the KEK name for topic %q is %d bytes long, over the limit of %d: shorten the kek template", errKEKName, topic, len(tp.kek), datakey.MaxNameLen)
 		}
 	}
 	p.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // The envelope. Every record the filter writes to an encrypted topic carries
@@ -55,17 +57,6 @@ const (
 	knownFlags = flagDEK | flagHeaders | flagTopic | flagKey | flagInMarker
 )
 
-// AES-GCM parameters.
-const (
-	nonceLen = 12
-	tagLen   = 16
-	dekLen   = 32 // AES-256
-)
-
-// maxNameLen bounds a KEK name and a wrapped DEK in the marker (one length
-// byte each).
-const maxNameLen = 255
-
 var errBadEnvelope = errors.New("malformed encryption marker")
 
 // marker is a parsed marker header value.
@@ -116,7 +107,7 @@ func parseMarker(v []byte) (m marker, err error) {
 	m.fixed = v[:p]
 	switch {
 	case m.flags&flagInMarker != 0:
-		if len(v)-p < tagLen {
+		if len(v)-p < datakey.TagLen {
 			return m, fmt.Errorf("%w: ciphertext shorter than a tag", errBadEnvelope)
 		}
 		m.sealed = v[p:]
@@ -154,15 +145,6 @@ func appendMarker(dst []byte, flags byte, kek string, wrapped []byte, iv uint64)
 	return dst
 }
 
-// nonceFor is the GCM nonce of IV counter iv: four zero bytes and the
-// counter, big-endian. A DEK's counter only goes up, and a DEK lives in the
-// memory of the instance that made it, so a nonce never repeats under a DEK.
-func nonceFor(iv uint64) [nonceLen]byte {
-	var n [nonceLen]byte
-	binary.BigEndian.PutUint64(n[4:], iv)
-	return n
-}
-
 // appendAAD appends the additional data that binds a record's ciphertext:
 // the marker's fixed part, the topic when bound, and the record key as
 // stored (its length varint and bytes: a null key and an empty one differ).
@@ -175,4 +157,23 @@ func appendAAD(dst, fixed []byte, topic string, bind bool, keyField []byte) []by
 		dst = append(dst, topic...)
 	}
 	return append(dst, keyField...)
+}
+
+// keyLabel is what record keys' deterministic encryption keys are derived
+// under (datakey.Deterministic). It must never change: keys already in a
+// topic would no longer open, and compaction would keep an old and a new
+// copy of each (keyvector_test pins it).
+const keyLabel = "strait/record-encryption/record-key/v1"
+
+// keyAD is the additional data of a record key: the topic, length first,
+// when bound, or a single zero byte (no topic is empty) when not. Either
+// form is self-delimiting, so the MAC input ad || key is unambiguous and a
+// nonce never repeats for two different keys, whether or not bind_topic
+// changed in between.
+func keyAD(dst []byte, topic string, bind bool) []byte {
+	if !bind {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(topic)))
+	return append(dst, topic...)
 }

@@ -21,7 +21,6 @@
 package encryption
 
 import (
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,6 +33,7 @@ import (
 	"github.com/straitgw/strait/internal/kafka/topicsel"
 	"github.com/straitgw/strait/internal/kafka/wire"
 	"github.com/straitgw/strait/internal/kms"
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // The newest versions this filter was written for. A newer version could
@@ -58,9 +58,9 @@ type Filter struct {
 	plaintextOnMiss   bool
 
 	pol    *policies
-	ring   *keyring
-	opens  *openers
-	keys   *keyCiphers
+	ring   *datakey.Ring
+	opens  *datakey.Openers
+	keys   *datakey.Deterministic
 	codecs *recordbatch.Codecs
 
 	// pending counts the error entries waiting, on all connections, to be
@@ -73,6 +73,10 @@ type Filter struct {
 	missLog map[string]time.Time
 	now     func() time.Time
 }
+
+// maxMissLog bounds the KEKs and topics missLog remembers: both can be
+// built from topic names, which clients choose.
+const maxMissLog = 4096
 
 // New returns the filter. k is the KMS, usually behind kms.NewCache.
 func New(cfg Config, k kms.KMS) (*Filter, error) {
@@ -95,15 +99,14 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 		now:               time.Now,
 	}
 	now := func() time.Time { return f.now() } // tests replace f.now
-	f.opens = &openers{k: k, timeout: cfg.KMSTimeout, m: map[string]cipher.AEAD{}}
-	f.ring = &keyring{
-		k: k, maxRecords: cfg.DEK.MaxRecords, maxAge: cfg.DEK.MaxAge, timeout: cfg.KMSTimeout, now: now,
-		slots: map[string]*slot{},
+	f.opens = datakey.NewOpeners(k, cfg.KMSTimeout)
+	f.ring = datakey.NewRing(datakey.RingOptions{
+		KMS: k, MaxRecords: cfg.DEK.MaxRecords, MaxAge: cfg.DEK.MaxAge, Timeout: cfg.KMSTimeout, Now: now,
 		// The instance that made a DEK opens its own records without
 		// asking the KMS to unwrap it.
-		onNew: func(d *dek) { f.opens.put(openerKey(nil, []byte(d.kek), d.wrapped), d.aead) },
-	}
-	f.keys = &keyCiphers{k: k, timeout: cfg.KMSTimeout, now: now, byVer: map[kekVersion]*keyCipher{}, latest: map[string]latestCipher{}}
+		OnNew: f.opens.Add,
+	})
+	f.keys = datakey.NewDeterministic(datakey.DeterministicOptions{KMS: k, Timeout: cfg.KMSTimeout, Now: now, Label: keyLabel})
 	return f, nil
 }
 
@@ -181,9 +184,9 @@ func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 // buffers; append grows them if it is short.
 func (f *Filter) maxOverhead(kek string) int {
 	const wrappedGuess = 64
-	n := tagLen + bytesFieldLen(len(markerKey)) + 3 + 2 + 1 + len(kek) + 1 + wrappedGuess + 10 + 3
+	n := datakey.TagLen + bytesFieldLen(len(markerKey)) + 3 + 2 + 1 + len(kek) + 1 + wrappedGuess + 10 + 3
 	if f.cfg.EncryptKey {
-		n += 5 + keyOverhead + 2
+		n += 5 + datakey.DeterministicOverhead + 2
 	}
 	return n
 }
@@ -198,7 +201,7 @@ func (f *Filter) logMissing(c *filter.Context, topic, kek string, err error) {
 		f.missMu.Unlock()
 		return
 	}
-	if len(f.missLog) >= maxSlots {
+	if len(f.missLog) >= maxMissLog {
 		clear(f.missLog)
 	}
 	f.missLog[kek] = now
@@ -226,7 +229,7 @@ func (f *Filter) logGrowth(c *filter.Context, topic string, before, after int) {
 		f.missMu.Unlock()
 		return
 	}
-	if len(f.missLog) >= maxSlots {
+	if len(f.missLog) >= maxMissLog {
 		clear(f.missLog)
 	}
 	f.missLog[key] = now

@@ -91,3 +91,24 @@ func TestDeterministicKeysPinned(t *testing.T) {
 		})
 	}
 }
+
+func TestMalformedEncryptedKey(t *testing.T) {
+	f := newTestFilter(t, Config{Topics: []string{"users"}, KEK: "users-kek", EncryptKey: true}, fixedKMS{newest: 1})
+	marker := append([]byte{envelopeVersion, flagKey | flagTopic, byte(len("users-kek"))}, "users-kek"...)
+	for _, c := range []struct {
+		name string
+		key  []byte
+		says string
+	}{
+		{"version 0", append([]byte{0}, make([]byte, 40)...), "record at offset 0: malformed encryption marker: encrypted key has no valid KEK version"},
+		{"too short", []byte{1, 2, 3}, "record at offset 0: malformed encryption marker: encrypted key too short"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			batch := makeBatch(t, defaultBatchOpts(), rec{key: c.key, headers: []kmsg.Header{{Key: markerKey, Value: marker}}})
+			_, err := f.openPartition(context.Background(), "users", batch)
+			if !errors.Is(err, errBadEnvelope) || err.Error() != c.says || fetchCode(err).Message != "CORRUPT_MESSAGE" {
+				t.Errorf("err %v (%s), want %q, CORRUPT_MESSAGE", err, fetchCode(err).Message, c.says)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // Fetch-path errors.
@@ -26,10 +27,10 @@ type opener struct {
 
 	// The last DEK and key cipher used: records of a batch nearly always
 	// share them, so most records skip the shared caches.
-	lastAEAD cipher.AEAD // its openerKey is in s.lastDEK
+	lastAEAD cipher.AEAD // its opener key is in s.lastDEK
 	lastKEK  string
 	lastVer  int
-	lastKC   *keyCipher
+	lastKC   *datakey.DeterministicCipher
 }
 
 // openRecords decrypts the batches of a fetched partition into a new slice.
@@ -167,19 +168,19 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 
 	keyField := r.KeyField
 	if m.flags&flagKey != 0 {
-		version, sealedKey, err := keyVersion(r.Key)
+		version, sealedKey, err := datakey.ReadVersion(r.Key)
 		if err != nil {
-			return dst, false, err
+			return dst, false, fmt.Errorf("%w: encrypted key %w", errBadEnvelope, err)
 		}
 		kc := j.lastKC
 		if kc == nil || j.lastVer != version || j.lastKEK != string(m.kek) {
-			if kc, err = j.f.keys.version(j.ctx, m.kek, version); err != nil {
+			if kc, err = j.f.keys.Version(j.ctx, m.kek, version); err != nil {
 				return dst, false, err
 			}
 			j.lastKC, j.lastVer, j.lastKEK = kc, version, string(m.kek)
 		}
 		s.ad = keyAD(s.ad[:0], j.topic, bound)
-		if s.key, err = kc.open(s.key[:0], sealedKey, s.ad); err != nil {
+		if s.key, err = kc.Open(s.key[:0], sealedKey, s.ad); err != nil {
 			return dst, false, fmt.Errorf("record key: %w", errAuth)
 		}
 		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
@@ -193,11 +194,11 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 		sealed = m.sealed
 	case hasDEK:
 		sealed = r.Value
-		if len(sealed) < tagLen {
+		if len(sealed) < datakey.TagLen {
 			return dst, false, fmt.Errorf("%w: value shorter than a tag", errBadEnvelope)
 		}
 	}
-	ptLen := len(sealed) - tagLen
+	ptLen := len(sealed) - datakey.TagLen
 
 	var body int
 	headerCount := r.HeaderCount - 1
@@ -234,7 +235,7 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 		return dst, false, err
 	}
 	s.aad = appendAAD(s.aad[:0], m.fixed, j.topic, bound, r.KeyField)
-	s.nonce = nonceFor(m.iv)
+	s.nonce = datakey.Nonce(m.iv)
 	if _, err := aead.Open(dst[ptAt:ptAt], s.nonce[:], sealed, s.aad); err != nil {
 		return dst, false, errAuth
 	}
@@ -249,11 +250,11 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 // aead returns the AEAD of a record's DEK.
 func (j *opener) aead(kek, wrapped []byte) (cipher.AEAD, error) {
 	s := j.s
-	s.cacheKey = openerKey(s.cacheKey[:0], kek, wrapped)
+	s.cacheKey = datakey.AppendOpenerKey(s.cacheKey[:0], kek, wrapped)
 	if j.lastAEAD != nil && bytes.Equal(s.cacheKey, s.lastDEK) {
 		return j.lastAEAD, nil
 	}
-	a, err := j.f.opens.get(j.ctx, kek, wrapped, &s.cacheKey)
+	a, err := j.f.opens.Get(j.ctx, s.cacheKey, kek, wrapped)
 	if err != nil {
 		return nil, err
 	}

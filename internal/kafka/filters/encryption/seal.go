@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/straitgw/strait/internal/kafka/recordbatch"
+	"github.com/straitgw/strait/internal/kms/datakey"
 )
 
 // scratch is the working memory of one partition's worth of records:
@@ -25,7 +26,7 @@ type scratch struct {
 	ad       []byte
 	cacheKey []byte
 	lastDEK  []byte
-	nonce    [nonceLen]byte // here rather than on the stack: an interface call would move it to the heap
+	nonce    [datakey.NonceLen]byte // here rather than on the stack: an interface call would move it to the heap
 }
 
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
@@ -54,10 +55,10 @@ type sealer struct {
 	topic string
 	kek   string
 	s     *scratch
-	keyc  *keyCipher // nil unless keys are encrypted
+	keyc  *datakey.DeterministicCipher // nil unless keys are encrypted
 
 	// The DEK in use and the IV counters reserved from it.
-	d      *dek
+	d      *datakey.DEK
 	iv     uint64
 	ivLeft int
 }
@@ -79,7 +80,7 @@ func (j *sealer) sealRecords(in []byte) ([]byte, error) {
 		return nil, err
 	}
 	if j.f.cfg.EncryptKey {
-		if j.keyc, err = j.f.keys.newest(j.ctx, j.kek); err != nil {
+		if j.keyc, err = j.f.keys.Newest(j.ctx, j.kek); err != nil {
 			return nil, err
 		}
 	}
@@ -209,9 +210,9 @@ func (j *sealer) sealInto(dst, recs []byte, n int) ([]byte, error) {
 
 // nextIV returns the DEK and IV counter for the next record, reserving IVs
 // for the want records still to come.
-func (j *sealer) nextIV(want int) (*dek, uint64, error) {
+func (j *sealer) nextIV(want int) (*datakey.DEK, uint64, error) {
 	if j.ivLeft == 0 {
-		d, first, got, err := j.f.ring.reserve(j.ctx, j.kek, max(want, 1))
+		d, first, got, err := j.f.ring.Reserve(j.ctx, j.kek, max(want, 1))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -240,14 +241,14 @@ func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte
 	keyField := r.KeyField
 	if j.keyc != nil && !r.KeyNull {
 		flags |= flagKey
-		s.key = j.keyc.seal(s.key[:0], s.ad, r.Key)
+		s.key = j.keyc.Seal(s.key[:0], s.ad, r.Key)
 		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
 		s.keyField = append(s.keyField, s.key...)
 		keyField = s.keyField
 	}
 	sealHeaders := f.cfg.EncryptHeaders && r.HeaderCount > 0
 	var (
-		d     *dek
+		d     *datakey.DEK
 		iv    uint64
 		plain []byte
 		ctLen int
@@ -266,11 +267,11 @@ func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte
 				flags |= flagInMarker
 			}
 		}
-		ctLen = len(plain) + tagLen
+		ctLen = len(plain) + datakey.TagLen
 	}
 	var wrapped []byte
 	if d != nil {
-		wrapped = d.wrapped
+		wrapped = d.Wrapped()
 	}
 	s.fixed = appendMarker(s.fixed[:0], flags, j.kek, wrapped, iv)
 
@@ -312,8 +313,8 @@ func (j *sealer) sealRecord(dst []byte, r *recordbatch.Record, want int) ([]byte
 
 	if d != nil {
 		s.aad = appendAAD(s.aad[:0], s.fixed, j.topic, f.bind, keyField)
-		s.nonce = nonceFor(iv)
-		d.aead.Seal(dst[ctAt:ctAt], s.nonce[:], plain, s.aad)
+		s.nonce = datakey.Nonce(iv)
+		d.AEAD().Seal(dst[ctAt:ctAt], s.nonce[:], plain, s.aad)
 	}
 	return dst, nil
 }

@@ -3,6 +3,7 @@ package fieldencryption
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -240,5 +241,28 @@ func TestProduceMixedBatch(t *testing.T) {
 	}
 	if n := len(out.resp.Topics); n != 1 {
 		t.Errorf("the response has %d topics, want only the refused partition's", n)
+	}
+}
+
+// TestTooManyValuesForOneDEK: a record with more values under one KEK than
+// dek.max_records lets one DEK seal is refused as INVALID_RECORD, which a
+// producer does not retry: no retry would fit them.
+func TestTooManyValuesForOneDEK(t *testing.T) {
+	cfg := jsonConfig("tags[*]")
+	cfg.DEK.MaxRecords = 2
+	f := newFilter(t, cfg, testKMS(t, "kek"))
+	c, _ := testCtx(t, "")
+	in := makeBatch(t, kgo.NoCompression(), rec{value: []byte(`{"tags":["a","b","c"]}`)})
+	up, refused := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-x": in}))
+	p, ok := refused["pii-x"]
+	if !ok || up["pii-x"] != nil {
+		t.Fatal("a record of 3 values under a DEK good for 2 was not refused")
+	}
+	if p.ErrorCode != kerr.InvalidRecord.Code || !strings.Contains(*p.ErrorMessage, "dek.max_records") {
+		t.Errorf("refused with %d %q, want INVALID_RECORD naming dek.max_records", p.ErrorCode, *p.ErrorMessage)
+	}
+	in = makeBatch(t, kgo.NoCompression(), rec{value: []byte(`{"tags":["a","b"]}`)})
+	if _, refused := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-x": in})); len(refused) != 0 {
+		t.Errorf("2 values under a DEK good for 2 refused: %+v", refused)
 	}
 }

@@ -252,7 +252,7 @@ func produceCode(err error) *kerr.Error {
 		return kerr.UnknownTopicID
 	case errors.Is(err, errVersion):
 		return kerr.UnsupportedVersion
-	case errors.As(err, &fe), errors.Is(err, errFormat), errors.Is(err, errSchemaMismatch), errors.Is(err, errForgedMarker),
+	case errors.As(err, &fe), errors.Is(err, errFormat), errors.Is(err, errSchemaMismatch), errors.Is(err, errForgedMarker), errors.Is(err, errTooManyValues),
 		errors.Is(err, schema.ErrInvalidRecord), errors.Is(err, schema.ErrNotFound),
 		errors.Is(err, schema.ErrInvalidSchema):
 		return kerr.InvalidRecord

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +66,9 @@ type Filter struct {
 	lookup      time.Duration
 
 	ring  *datakey.Ring
+	// maxValues is dek.max_records: the most values one record may hold
+	// under one KEK, all sealed under one DEK.
+	maxValues uint64
 	opens *datakey.Openers
 	det   *datakey.Deterministic
 
@@ -114,6 +118,7 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 	if f.bind {
 		f.markerFlags |= flagTopic
 	}
+	f.maxValues = cfg.DEK.MaxRecords
 	f.opens = datakey.NewOpeners(k, cfg.KMSTimeout)
 	f.ring = datakey.NewRing(datakey.RingOptions{
 		KMS: k, MaxRecords: cfg.DEK.MaxRecords, MaxAge: cfg.DEK.MaxAge, Timeout: cfg.KMSTimeout,
@@ -154,10 +159,59 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 		}
 		f.rules = append(f.rules, r)
 	}
+	if len(errs) == 0 {
+		errs = f.checkSchemas(&cfg)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkSchemas compiles, at start, the rules against the schemas written in
+// the config, so that a field a schema lacks, or that cannot hold
+// ciphertext, is a config error rather than a refused record. A schema
+// placed under a subject (<topic>-value, <topic>-key) is checked against
+// the part of every rule that selects that topic; a schema under no
+// subject, or another one, must fit at least one rule part of its format:
+// one a config lists for no rule at all would be a mistake. Protobuf
+// schemas are checked for their first message.
+func (f *Filter) checkSchemas(cfg *Config) []error {
+	var errs []error
+	for _, sc := range cfg.Schemas {
+		s, ok := f.reg.Cached(sc.ID)
+		if !ok || sc.ID == 0 || s.Format == schema.JSON {
+			continue
+		}
+		topic, bySubject := strings.CutSuffix(sc.Subject, "-value")
+		isKey := false
+		if !bySubject {
+			topic, isKey = strings.CutSuffix(sc.Subject, "-key")
+			bySubject = isKey
+		}
+		var fails []error
+		fits := false
+		for i, r := range f.rules {
+			for pi, rp := range r.parts {
+				if rp == nil || rp.allows(s.Format) != nil {
+					continue
+				}
+				if bySubject && (isKey != (pi == partKey) || !r.sel.Match(topic)) {
+					continue
+				}
+				err := buildPlan(rp.cfg, rp.ruleKEK, s, []int{0}).err
+				if err == nil {
+					fits = true
+					continue
+				}
+				fails = append(fails, fmt.Errorf("rules[%d].%s: schema id %d: %w", i, [2]string{"key", "value"}[pi], sc.ID, err))
+			}
+		}
+		if bySubject || !fits {
+			errs = append(errs, fails...)
+		}
+	}
+	return errs
 }
 
 func (f *Filter) compileRule(cfg *Config, i int) (*compiledRule, error) {
@@ -189,17 +243,6 @@ func (f *Filter) compileRule(cfg *Config, i int) (*compiledRule, error) {
 			rp.json = buildPlan(part, r.KEK, nil, nil)
 			if rp.json.err != nil {
 				errs = append(errs, fmt.Errorf("rules[%d].%s: %w", i, name, rp.json.err))
-			}
-		}
-		// Schemas written in the config are checked now: a field they
-		// lack, or that cannot hold ciphertext, is a config error.
-		for _, sc := range cfg.Schemas {
-			s, ok := f.reg.Cached(sc.ID)
-			if !ok || rp.allows(s.Format) != nil || s.Format == schema.JSON {
-				continue
-			}
-			if p := buildPlan(part, r.KEK, s, []int{0}); p.err != nil {
-				errs = append(errs, fmt.Errorf("rules[%d].%s: schema id %d: %w", i, name, sc.ID, p.err))
 			}
 		}
 		cr.parts[pi], cr.open[pi] = rp, rp

@@ -3,6 +3,8 @@ package fieldencryption
 import (
 	"strings"
 	"testing"
+
+	"github.com/straitgw/strait/internal/schema"
 )
 
 // TestNewChecksStaticSchemas gives New a config whose schemas (written in
@@ -46,5 +48,33 @@ func TestNewChecksStaticSchemas(t *testing.T) {
 	}
 	if _, err := New(schemaRule(formatAvro, "balance2"), k); err == nil || strings.Contains(err.Error(), "schema id 2") {
 		t.Errorf("an avro rule was checked against the protobuf schema: %v", err)
+	}
+}
+
+// TestNewChecksSchemasPerRule: with several rules, a schema written in the
+// config need fit only one rule of its format (a schema for another rule's
+// topics is no error), unless its subject says which topic it is for:
+// then it must fit every rule selecting that topic.
+func TestNewChecksSchemasPerRule(t *testing.T) {
+	k := testKMS(t, "kek")
+	two := func(subject string) Config {
+		cfg := schemaConfig()
+		cfg.Schemas = append(cfg.Schemas, schema.SchemaConfig{ID: 4, Type: "AVRO", Subject: subject,
+			Schema: `{"type":"record","name":"Order","fields":[{"name":"note","type":"string"}]}`})
+		cfg.Rules = []Rule{
+			{Topics: []string{"pii*"}, KEK: "kek", Value: &Part{Format: formatAvro, Fields: []Field{{Path: "ssn"}}}},
+			{Topics: []string{"orders*"}, KEK: "kek", Value: &Part{Format: formatAvro, Fields: []Field{{Path: "note"}}}},
+		}
+		return cfg
+	}
+	if _, err := New(two(""), k); err != nil {
+		t.Errorf("each schema fits one of two rules, yet New failed: %v", err)
+	}
+	if _, err := New(two("orders-value"), k); err != nil {
+		t.Errorf("schema 4 under orders-value fits the orders rule, yet New failed: %v", err)
+	}
+	_, err := New(two("pii-x-value"), k)
+	if err == nil || !strings.Contains(err.Error(), "rules[0].value: schema id 4") || !strings.Contains(err.Error(), `"ssn"`) {
+		t.Errorf("schema 4 under pii-x-value lacks ssn, which the pii rule encrypts: New said %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/recordbatch"
 )
 
 // onProduce encrypts the fields of every selected topic's records. A
@@ -75,6 +76,24 @@ func (f *Filter) onProduce(c *filter.Context, req *filter.Request, r *kmsg.Produ
 	filter.AnswerProduce(c, req, r, failed, &f.pending)
 }
 
+// growthGuess is what encrypting adds to a record, as a first guess.
+const growthGuess = 96
+
+// countRecords adds up the record counts the batch headers of b declare,
+// as far as b holds whole batches; a guess for sizing, not a check.
+func countRecords(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		batch, rest, err := recordbatch.Next(b)
+		if err != nil || len(batch) < recordbatch.HeaderLen {
+			break
+		}
+		n += min(recordbatch.Count(batch), len(batch)/7) // at least 7 bytes a record
+		b = rest
+	}
+	return n
+}
+
 // sealPartition encrypts the fields of one partition's records into a new
 // slice, and reports whether any record changed.
 func (f *Filter) sealPartition(ctx context.Context, topic string, pol *topicPolicy, records []byte) ([]byte, bool, error) {
@@ -84,8 +103,9 @@ func (f *Filter) sealPartition(ctx context.Context, topic string, pol *topicPoli
 	s := getScratch()
 	defer putScratch(s)
 	j := sealer{f: f, ctx: ctx, topic: topic, pol: pol, s: s}
-	// Each encrypted record grows by its marker and its envelopes' tags;
-	// a quarter more is a guess that append corrects when short.
-	dst := make([]byte, 0, len(records)+len(records)/4+256)
+	// Each encrypted record grows by its marker (some 60 bytes with a
+	// vault KEK) and its envelopes (a tag and base64's third): a guess
+	// that append corrects when short.
+	dst := make([]byte, 0, len(records)+len(records)/3+countRecords(records)*growthGuess)
 	return rewrite(ctx, f.codecs, s, dst, records, false, j.record)
 }

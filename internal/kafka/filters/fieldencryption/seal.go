@@ -201,6 +201,9 @@ func (j *sealer) plan(parts *[2]partState) error {
 // this batch, or from the ring, which then hands out enough for the
 // batch's remaining records if they need as many (at most maxHeld).
 func (j *sealer) reserve(kek string, n uint64) (*datakey.DEK, uint64, error) {
+	if n > j.f.maxValues {
+		return nil, 0, fmt.Errorf("%w: %d values under KEK %q, and dek.max_records lets one data key seal %d", errTooManyValues, n, kek, j.f.maxValues)
+	}
 	s := j.s
 	hi := -1
 	for i := range s.held {
@@ -234,6 +237,10 @@ func (j *sealer) reserve(kek string, n uint64) (*datakey.DEK, uint64, error) {
 	}
 	return d, first, nil
 }
+
+// errTooManyValues is a record with more values under one KEK than one
+// DEK may seal: no retry would fit them.
+var errTooManyValues = errors.New("the record holds more values to encrypt than one data key may seal")
 
 // maxHeld bounds the records whose IV counters are reserved ahead.
 const maxHeld = 256

@@ -65,12 +65,12 @@ type Filter struct {
 	markerFlags byte
 	lookup      time.Duration
 
-	ring  *datakey.Ring
+	ring *datakey.Ring
 	// maxValues is dek.max_records: the most values one record may hold
 	// under one KEK, all sealed under one DEK.
 	maxValues uint64
-	opens *datakey.Openers
-	det   *datakey.Deterministic
+	opens     *datakey.Openers
+	det       *datakey.Deterministic
 
 	topicsMu sync.RWMutex
 	topics   map[string]*topicPolicy

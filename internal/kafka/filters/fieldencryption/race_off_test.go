@@ -1,5 +1,0 @@
-//go:build !race
-
-package fieldencryption
-
-const raceEnabled = false

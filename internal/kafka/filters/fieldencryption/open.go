@@ -59,7 +59,7 @@ func (j *opener) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 		}
 	}
 	keyField := r.KeyField
-	valueField := r.Tail[:len(r.Tail)-len(r.Headers)-varintLen(int64(r.HeaderCount))]
+	valueField := valueFieldOf(r)
 	// The value first: its additional data holds the key as stored.
 	if n := len(m.fields) - nKey; n > 0 {
 		if r.ValueNull {

@@ -2,6 +2,8 @@ package fieldencryption
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"encoding/base64"
 	"regexp"
 	"strings"
@@ -143,5 +145,44 @@ func TestForgedMarker(t *testing.T) {
 		if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "strait.fields") {
 			t.Errorf("refused with %d %v, want INVALID_RECORD naming the header", p.ErrorCode, p.ErrorMessage)
 		}
+	}
+}
+
+// TestLongHeaderCount: a record whose header count is written longer than
+// needed (0 as 0x80 0x00, which varint readers accept), and whose key alone
+// has a field to encrypt, keeps its value intact both ways: the value's
+// end is read, not worked out from the count's width.
+func TestLongHeaderCount(t *testing.T) {
+	cfg := jsonConfig()
+	cfg.Rules[0].Value = nil
+	cfg.Rules[0].Key = &Part{Format: formatJSON, Fields: []Field{{Path: "ssn"}}}
+	f := newFilter(t, cfg, testKMS(t, "kek"))
+	key, value := []byte(`{"ssn":"123-45-6789"}`), []byte("plain value")
+	body := []byte{0, 0, 0} // attributes, timestamp delta, offset delta
+	body = binary.AppendVarint(body, int64(len(key)))
+	body = append(body, key...)
+	body = binary.AppendVarint(body, int64(len(value)))
+	body = append(body, value...)
+	body = append(body, 0x80, 0x00) // header count 0, in two bytes
+	raw := binary.AppendVarint(nil, int64(len(body)))
+	raw = append(raw, body...)
+	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1, Records: raw}
+	in := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(in[8:], uint32(len(in)-12))
+	binary.BigEndian.PutUint32(in[17:], crc32.Checksum(in[21:], castagnoli))
+
+	c, _ := testCtx(t, "")
+	up, refused := runProduce(t, f, c, produce(-1, map[string][]byte{"pii-x": in}))
+	if len(refused) != 0 {
+		t.Fatalf("refused: %+v", refused)
+	}
+	stored := decodeRecords(t, up["pii-x"])[0]
+	if !bytes.Equal(stored.Value, value) || len(stored.Headers) != 1 || bytes.Contains(stored.Key, []byte("6789")) {
+		t.Fatalf("stored key %q value %q with %d headers: want the key's ssn encrypted, the value as produced, the marker", stored.Key, stored.Value, len(stored.Headers))
+	}
+	got, _ := runFetch(t, f, c, map[string][]byte{"pii-x": up["pii-x"]})
+	back := decodeRecords(t, got["pii-x"].RecordBatches)[0]
+	if !bytes.Equal(back.Key, key) || !bytes.Equal(back.Value, value) || len(back.Headers) != 0 {
+		t.Errorf("fetched key %q value %q with %d headers, want %q, %q and none", back.Key, back.Value, len(back.Headers), key, value)
 	}
 }

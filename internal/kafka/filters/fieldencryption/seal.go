@@ -92,7 +92,7 @@ func (j *sealer) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 		s.keyField = append(s.keyField, s.key...)
 		keyField = s.keyField
 	}
-	valueField := r.Tail[:len(r.Tail)-len(r.Headers)-varintLen(int64(r.HeaderCount))]
+	valueField := valueFieldOf(r)
 	if len(s.found[partValue].Spans) > 0 {
 		s.aad = appendAAD(s.aad[:0], s.marker, j.topic, j.f.bind, keyField)
 		var err error
@@ -332,6 +332,17 @@ func noMarker(r *recordbatch.Record) error {
 		hs = rest
 	}
 	return nil
+}
+
+// valueFieldOf returns the record's value field as written: its length
+// varint and bytes. Read again rather than worked out from the header
+// count's width, which a producer may have written longer than needed.
+func valueFieldOf(r *recordbatch.Record) []byte {
+	_, _, end, err := recordbatch.ReadBytes(r.Tail, 0)
+	if err != nil { // ParseRecord read it already
+		return r.Tail[:0]
+	}
+	return r.Tail[:end]
 }
 
 // partError says which part of the record a fault is in.

@@ -2,9 +2,9 @@ package fieldencryption
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"hash/crc32"
-	"encoding/base64"
 	"regexp"
 	"strings"
 	"testing"

@@ -15,21 +15,20 @@ import (
 // scratch is the working memory of one partition's worth of records. It is
 // pooled; what goes to the proxy is always freshly allocated.
 type scratch struct {
-	in, out              []byte
-	found                [2]fieldpath.Found
-	m                    marker
-	keks                 []markerKEK
-	fields               []markerField
-	deks                 []*datakey.DEK
-	base                 []uint64
-	fieldOf              [2][]int
-	counts, occ          []int
-	marker               []byte
-	aad, ad, sealed      []byte
-	key, value           []byte
-	keyField, valueField []byte
-	cacheKey             []byte
-	opened               []byte
+	in, out         []byte
+	found           [2]fieldpath.Found
+	m               marker
+	keks            []markerKEK
+	fields          []markerField
+	deks            []*datakey.DEK
+	base            []uint64
+	fieldOf         [2][]int
+	counts, occ     []int
+	marker          []byte
+	aad, ad, sealed []byte
+	key, value      []byte
+	cacheKey        []byte
+	opened          []byte
 	// aeads are the AEADs of the DEKs of the record at hand's marker,
 	// by KEK index.
 	aeads []cipher.AEAD
@@ -68,7 +67,7 @@ func putScratch(s *scratch) {
 	s.held = s.held[:0]
 	clear(s.aeads) // no key is kept alive by the pool
 	s.aeads = s.aeads[:0]
-	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.keyField, &s.valueField, &s.cacheKey, &s.opened} {
+	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.cacheKey, &s.opened} {
 		if cap(*b) > keepScratch {
 			*b = nil
 		} else {

@@ -319,7 +319,7 @@ func (f *Filter) OnResponse(c *filter.Context, resp *filter.Response) error {
 // KEK names the rule's templates give for it.
 type topicPolicy struct {
 	rule *compiledRule // nil: the topic is not touched
-	keks map[string]kekName
+	keks map[string]*kekName
 }
 
 type kekName struct {
@@ -329,22 +329,15 @@ type kekName struct {
 }
 
 // kek returns the KEK name a template gives for the topic.
-func (p *topicPolicy) kek(template string) (string, error) {
+func (p *topicPolicy) kek(template string) (*kekName, error) {
 	k, ok := p.keks[template]
 	if !ok {
-		return "", fmt.Errorf("%w: KEK template %q", errKEKName, template)
+		return nil, fmt.Errorf("%w: KEK template %q", errKEKName, template)
 	}
-	return k.name, k.err
-}
-
-// kekBytes returns a KEK name as bytes, shared (not to be modified).
-func (p *topicPolicy) kekBytes(name string) []byte {
-	for _, k := range p.keks {
-		if k.name == name {
-			return k.bytes
-		}
+	if k.err != nil {
+		return nil, k.err
 	}
-	return []byte(name)
+	return k, nil
 }
 
 // maxTopics bounds the policy cache: topic names come from clients.
@@ -366,10 +359,10 @@ func (f *Filter) policy(topic string) *topicPolicy {
 		}
 	}
 	if p.rule != nil {
-		p.keks = map[string]kekName{}
+		p.keks = map[string]*kekName{}
 		for _, t := range p.rule.templates {
 			name, err := kekFor(t, topic)
-			p.keks[t] = kekName{name: name, bytes: []byte(name), err: err}
+			p.keks[t] = &kekName{name: name, bytes: []byte(name), err: err}
 		}
 	}
 	f.topicsMu.Lock()

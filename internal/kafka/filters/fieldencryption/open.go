@@ -58,39 +58,34 @@ func (j *opener) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 			return dst, false, err
 		}
 	}
-	keyField := r.KeyField
-	valueField := valueFieldOf(r)
+	key, value := outField{raw: r.KeyField}, outField{raw: valueFieldOf(r)}
 	// The value first: its additional data holds the key as stored.
 	if n := len(m.fields) - nKey; n > 0 {
 		if r.ValueNull {
 			return dst, false, fmt.Errorf("%w: fields of a null value", errBadMarker)
 		}
-		s.aad = appendAAD(s.aad[:0], m.raw, j.topic, m.bound(), r.KeyField)
+		s.aad = appendAAD(s.aad[:0], m.raw, j.topic, m.bound(), key)
 		if s.value, err = j.part(s.value[:0], partValue, nKey, n, r.Value); err != nil {
 			return dst, false, partError(partValue, err)
 		}
-		s.valueField = binary.AppendVarint(s.valueField[:0], int64(len(s.value)))
-		s.valueField = append(s.valueField, s.value...)
-		valueField = s.valueField
+		value = outField{contents: s.value, isNew: true}
 	}
 	if nKey > 0 {
 		if r.KeyNull {
 			return dst, false, fmt.Errorf("%w: fields of a null key", errBadMarker)
 		}
-		s.aad = appendAAD(s.aad[:0], m.raw, j.topic, m.bound(), nil)
+		s.aad = appendAAD(s.aad[:0], m.raw, j.topic, m.bound(), outField{})
 		if s.key, err = j.part(s.key[:0], partKey, 0, nKey, r.Key); err != nil {
 			return dst, false, partError(partKey, err)
 		}
-		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
-		s.keyField = append(s.keyField, s.key...)
-		keyField = s.keyField
+		key = outField{contents: s.key, isNew: true}
 	}
 	headers := r.HeaderCount - 1
-	body := len(r.Prefix) + len(keyField) + len(valueField) + varintLen(int64(headers)) + len(others)
+	body := len(r.Prefix) + key.size() + value.size() + varintLen(int64(headers)) + len(others)
 	dst = binary.AppendVarint(dst, int64(body))
 	dst = append(dst, r.Prefix...)
-	dst = append(dst, keyField...)
-	dst = append(dst, valueField...)
+	dst = key.appendTo(dst)
+	dst = value.appendTo(dst)
 	dst = binary.AppendVarint(dst, int64(headers))
 	dst = append(dst, others...)
 	return dst, true, nil

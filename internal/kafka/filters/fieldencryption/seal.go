@@ -81,35 +81,31 @@ func (j *sealer) record(dst []byte, r *recordbatch.Record, raw []byte) ([]byte, 
 	}
 	s.marker = appendMarker(s.marker[:0], j.f.markerFlags, s.keks, s.fields)
 
-	keyField := r.KeyField
+	key := outField{raw: r.KeyField}
 	if len(s.found[partKey].Spans) > 0 {
-		s.aad = appendAAD(s.aad[:0], s.marker, j.topic, j.f.bind, nil)
+		s.aad = appendAAD(s.aad[:0], s.marker, j.topic, j.f.bind, outField{})
 		var err error
 		if s.key, err = j.splice(s.key[:0], &parts[partKey], partKey); err != nil {
 			return dst, false, partError(partKey, err)
 		}
-		s.keyField = binary.AppendVarint(s.keyField[:0], int64(len(s.key)))
-		s.keyField = append(s.keyField, s.key...)
-		keyField = s.keyField
+		key = outField{contents: s.key, isNew: true}
 	}
-	valueField := valueFieldOf(r)
+	value := outField{raw: valueFieldOf(r)}
 	if len(s.found[partValue].Spans) > 0 {
-		s.aad = appendAAD(s.aad[:0], s.marker, j.topic, j.f.bind, keyField)
+		s.aad = appendAAD(s.aad[:0], s.marker, j.topic, j.f.bind, key)
 		var err error
 		if s.value, err = j.splice(s.value[:0], &parts[partValue], partValue); err != nil {
 			return dst, false, partError(partValue, err)
 		}
-		s.valueField = binary.AppendVarint(s.valueField[:0], int64(len(s.value)))
-		s.valueField = append(s.valueField, s.value...)
-		valueField = s.valueField
+		value = outField{contents: s.value, isNew: true}
 	}
 	markerHeader := bytesFieldLen(len(markerKey)) + bytesFieldLen(len(s.marker))
 	headers := r.HeaderCount + 1
-	body := len(r.Prefix) + len(keyField) + len(valueField) + varintLen(int64(headers)) + markerHeader + len(r.Headers)
+	body := len(r.Prefix) + key.size() + value.size() + varintLen(int64(headers)) + markerHeader + len(r.Headers)
 	dst = binary.AppendVarint(dst, int64(body))
 	dst = append(dst, r.Prefix...)
-	dst = append(dst, keyField...)
-	dst = append(dst, valueField...)
+	dst = key.appendTo(dst)
+	dst = value.appendTo(dst)
 	dst = binary.AppendVarint(dst, int64(headers))
 	dst = binary.AppendVarint(dst, int64(len(markerKey)))
 	dst = append(dst, markerKey...)
@@ -152,14 +148,14 @@ func (j *sealer) plan(parts *[2]partState) error {
 			}
 			ki := -1
 			for i := range s.keks {
-				if s.keks[i].kek == kek {
+				if s.keks[i].kek == kek.name {
 					ki = i
 					break
 				}
 			}
 			if ki < 0 {
 				ki = len(s.keks)
-				s.keks = append(s.keks, markerKEK{kek: kek, name: j.pol.kekBytes(kek)})
+				s.keks = append(s.keks, markerKEK{kek: kek.name, name: kek.bytes})
 				s.deks = append(s.deks, nil)
 			}
 			flags := ps.plan.format << fieldFormatShift
@@ -286,16 +282,41 @@ const fieldAADLen = 1
 // a value moved to another field of the record does not decrypt.
 func appendFieldAAD(dst []byte, field int) []byte { return append(dst, byte(field)) }
 
+// outField is a record's key or value on its way out: as it came (raw,
+// its length varint included), or new contents. Written straight into the
+// output, new contents are copied once.
+type outField struct {
+	raw      []byte
+	contents []byte
+	isNew    bool
+}
+
+func (o outField) size() int {
+	if o.isNew {
+		return bytesFieldLen(len(o.contents))
+	}
+	return len(o.raw)
+}
+
+func (o outField) appendTo(dst []byte) []byte {
+	if !o.isNew {
+		return append(dst, o.raw...)
+	}
+	dst = binary.AppendVarint(dst, int64(len(o.contents)))
+	return append(dst, o.contents...)
+}
+
 // appendAAD appends the additional data every random-mode value of a
 // record shares: the whole marker, the topic when bound, and for the
-// value's fields the record key as stored (its length varint and bytes).
-func appendAAD(dst, marker []byte, topic string, bind bool, keyField []byte) []byte {
+// value's fields the record key as stored (its length varint and bytes;
+// none for the key's own fields).
+func appendAAD(dst, marker []byte, topic string, bind bool, key outField) []byte {
 	dst = append(dst, marker...)
 	if bind {
 		dst = binary.AppendUvarint(dst, uint64(len(topic)))
 		dst = append(dst, topic...)
 	}
-	return append(dst, keyField...)
+	return key.appendTo(dst)
 }
 
 // appendDetAD appends the additional data of a deterministic value: the

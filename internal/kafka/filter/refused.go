@@ -89,3 +89,60 @@ func AddProduceRefused(resp *kmsg.ProduceResponse, refused []Refused) {
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
 	}
 }
+
+// AddFetchRefused adds an entry per refused partition to a Fetch response,
+// under its topic's entry (made if the response has none), as a broker
+// writes a partition it cannot serve (FailFetchPartition).
+func AddFetchRefused(resp *kmsg.FetchResponse, refused []Refused) {
+	for i := range refused {
+		r := &refused[i]
+		ti := slices.IndexFunc(resp.Topics, func(t kmsg.FetchResponseTopic) bool { return r.About(resp.Version, t.Topic, t.TopicID) })
+		if ti < 0 {
+			ti = len(resp.Topics)
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic, t.TopicID = r.Topic, r.TopicID
+			resp.Topics = append(resp.Topics, t)
+		}
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.Partition = r.Partition
+		FailFetchPartition(&p, r.Code)
+		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
+	}
+}
+
+// noRecords and noAborted are the record set and aborted transactions of
+// a failed partition: empty, not null. Zero-length with no capacity, so
+// sharing them is safe: an append makes a new array.
+var (
+	noRecords = []byte{}
+	noAborted = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+)
+
+// FailFetchPartition turns p into the entry a broker sends for a partition
+// it cannot serve: the error code, an empty record set, offsets unknown.
+//
+// The record set must be empty rather than null. Kafka sends an empty one
+// with every error, and librdkafka refuses a null one ("invalid
+// MessageSetSize -1"), dropping the whole response and fetching again at
+// once, without backoff and without telling the application; sarama
+// before flexible versions fails the response too. Offsets go to -1 as a
+// broker's do on a failed read; the list of aborted transactions is empty
+// (the records it was about are gone), an empty array rather than null so
+// that no reader in read_committed mode meets a null; and no other replica
+// is suggested, or librdkafka would go and fetch from it.
+func FailFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
+	p.ErrorCode = code
+	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+	p.AbortedTransactions = noAborted
+	p.PreferredReadReplica = -1
+	p.RecordBatches = noRecords
+}
+
+// FailShareFetchPartition turns p into an error entry, with an empty (not
+// null) record set as for Fetch, and no acquired records: the consumer
+// gets none of them, and, unacknowledged, they are offered again when
+// their lock runs out.
+func FailShareFetchPartition(p *kmsg.ShareFetchResponseTopicPartition, code int16, msg string) {
+	p.ErrorCode, p.ErrorMessage = code, &msg
+	p.Records, p.AcquiredRecords = noRecords, nil
+}

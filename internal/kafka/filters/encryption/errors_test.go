@@ -204,7 +204,7 @@ func TestFailedFetchPartitionOnTheWire(t *testing.T) {
 	for v := int16(0); v <= maxFetchVersion; v++ {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = v
-		addFetchFailures(resp, []filter.Refused{{Topic: "orders", TopicID: topicID("orders"), Code: kerr.UnsupportedVersion.Code}})
+		filter.AddFetchRefused(resp, []filter.Refused{{Topic: "orders", TopicID: topicID("orders"), Code: kerr.UnsupportedVersion.Code}})
 		checkFailedFetch(t, "added failure", resp, kerr.UnsupportedVersion.Code)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,7 +45,7 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 	if len(r.Topics) == 0 && !tooNew {
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = r.Version
-		addFetchFailures(resp, failed)
+		filter.AddFetchRefused(resp, failed)
 		req.Respond(resp)
 		return
 	}
@@ -54,61 +53,17 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 		resp := kmsg.NewPtrFetchResponse()
 		resp.Version = r.Version
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		addFetchFailures(resp, failed)
+		filter.AddFetchRefused(resp, failed)
 		req.Respond(resp)
 		return
 	}
 	f.pending.Add(c, req.Header.CorrelationID, failed...)
 }
 
-func addFetchFailures(r *kmsg.FetchResponse, fs []filter.Refused) {
-	for _, fl := range fs {
-		i := slices.IndexFunc(r.Topics, func(t kmsg.FetchResponseTopic) bool { return fl.About(r.Version, t.Topic, t.TopicID) })
-		if i < 0 {
-			i = len(r.Topics)
-			t := kmsg.NewFetchResponseTopic()
-			t.Topic, t.TopicID = fl.Topic, fl.TopicID
-			r.Topics = append(r.Topics, t)
-		}
-		p := kmsg.NewFetchResponseTopicPartition()
-		p.Partition = fl.Partition
-		failFetchPartition(&p, fl.Code)
-		r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
-	}
-}
-
-// noRecords and noAborted are the record set and aborted transactions of
-// a failed partition: empty, not null. Zero-length with no capacity, so
-// sharing them is safe: an append makes a new array.
-var (
-	noRecords = []byte{}
-	noAborted = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-)
-
-// failFetchPartition turns p into the entry a broker sends for a partition
-// it cannot serve: the error code, an empty record set, offsets unknown.
-//
-// The record set must be empty rather than null. Kafka sends an empty one
-// with every error, and librdkafka refuses a null one ("invalid
-// MessageSetSize -1"), dropping the whole response and fetching again at
-// once, without backoff and without telling the application; sarama
-// before flexible versions fails the response too. Offsets go to -1 as a
-// broker's do on a failed read; the list of aborted transactions is empty
-// (the records it was about are gone), an empty array rather than null so
-// that no reader in read_committed mode meets a null; and no other replica
-// is suggested, or librdkafka would go and fetch from it.
-func failFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
-	p.ErrorCode = code
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
-	p.AbortedTransactions = noAborted
-	p.PreferredReadReplica = -1
-	p.RecordBatches = noRecords
-}
-
 // onFetchResponse decrypts the records of every selected topic.
 func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchResponse) (changed bool) {
 	if fs := f.pending.Take(c, corr); len(fs) > 0 {
-		addFetchFailures(r, fs)
+		filter.AddFetchRefused(r, fs)
 		changed = true
 	}
 	if r.ErrorCode != 0 {
@@ -129,7 +84,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 				for pi := range t.Partitions {
 					p := &t.Partitions[pi]
 					if p.ErrorCode == 0 && len(p.RecordBatches) > 0 {
-						failFetchPartition(p, code.Code)
+						filter.FailFetchPartition(p, code.Code)
 					}
 				}
 				c.Logger().Warn("record-encryption: cannot tell whether a fetched topic is encrypted; failing its partitions",
@@ -152,7 +107,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 			if err != nil {
 				code := f.logFetchFailure(c, name, p.Partition, len(out) > 0, err)
 				if len(out) == 0 {
-					failFetchPartition(p, code.Code)
+					filter.FailFetchPartition(p, code.Code)
 				}
 			}
 		}
@@ -192,7 +147,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
 				if p.ErrorCode == 0 && len(p.Records) > 0 {
-					failShareFetchPartition(p, code.Code, msg)
+					filter.FailShareFetchPartition(p, code.Code, msg)
 				}
 			}
 			c.Logger().Warn("record-encryption: cannot tell whether a share-fetched topic is encrypted; failing its partitions",
@@ -214,18 +169,10 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 				// name records the consumer never gets. Unacknowledged,
 				// they are offered again when their lock runs out.
 				code := f.logFetchFailure(c, name, p.Partition, false, err)
-				failShareFetchPartition(p, code.Code, describe(err))
+				filter.FailShareFetchPartition(p, code.Code, describe(err))
 			}
 		}
 	}
-}
-
-// failShareFetchPartition turns p into an error entry, with an empty (not
-// null) record set as for Fetch (failFetchPartition), and no acquired
-// records: the consumer gets none of them.
-func failShareFetchPartition(p *kmsg.ShareFetchResponseTopicPartition, code int16, msg string) {
-	p.ErrorCode, p.ErrorMessage = code, &msg
-	p.Records, p.AcquiredRecords = noRecords, nil
 }
 
 // logFetchFailure logs a record that could not be decrypted, with its

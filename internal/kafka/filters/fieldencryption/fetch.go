@@ -45,7 +45,7 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 		if tooNew {
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 		}
-		addFetchFailures(resp, failed)
+		filter.AddFetchRefused(resp, failed)
 		req.Respond(resp)
 		return
 	}
@@ -53,45 +53,12 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 	f.pending.Add(c, req.Header.CorrelationID, failed...)
 }
 
-func addFetchFailures(r *kmsg.FetchResponse, fs []filter.Refused) {
-	for _, fl := range fs {
-		i := slices.IndexFunc(r.Topics, func(t kmsg.FetchResponseTopic) bool { return fl.About(r.Version, t.Topic, t.TopicID) })
-		if i < 0 {
-			i = len(r.Topics)
-			t := kmsg.NewFetchResponseTopic()
-			t.Topic, t.TopicID = fl.Topic, fl.TopicID
-			r.Topics = append(r.Topics, t)
-		}
-		p := kmsg.NewFetchResponseTopicPartition()
-		p.Partition = fl.Partition
-		failFetchPartition(&p, fl.Code)
-		r.Topics[i].Partitions = append(r.Topics[i].Partitions, p)
-	}
-}
-
-// Empty, not null, record set and aborted transactions of a failed
-// partition, as a broker sends them (librdkafka refuses a null record set).
-var (
-	noRecords = []byte{}
-	noAborted = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
-)
-
-// failFetchPartition turns p into the entry a broker sends for a partition
-// it cannot serve.
-func failFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
-	p.ErrorCode = code
-	p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
-	p.AbortedTransactions = noAborted
-	p.PreferredReadReplica = -1
-	p.RecordBatches = noRecords
-}
-
 // onFetchResponse restores the fields of every selected topic's records,
 // as the connection's principal may see them, and reports whether it
 // changed the response.
 func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchResponse) (changed bool) {
 	if fs := f.pending.Take(c, corr); len(fs) > 0 {
-		addFetchFailures(r, fs)
+		filter.AddFetchRefused(r, fs)
 		changed = true
 	}
 	if r.ErrorCode != 0 {
@@ -111,7 +78,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 				changed = true
 				for pi := range t.Partitions {
 					if p := &t.Partitions[pi]; p.ErrorCode == 0 && len(p.RecordBatches) > 0 {
-						failFetchPartition(p, code.Code)
+						filter.FailFetchPartition(p, code.Code)
 					}
 				}
 				c.Logger().Warn("field-encryption: cannot tell whether a fetched topic has encrypted fields; failing its partitions",
@@ -138,7 +105,7 @@ func (f *Filter) onFetchResponse(c *filter.Context, corr int32, r *kmsg.FetchRes
 				changed = true
 				code := f.logFetchFailure(c, name, p.Partition, len(recs) > 0, err)
 				if len(recs) == 0 {
-					failFetchPartition(p, code.Code)
+					filter.FailFetchPartition(p, code.Code)
 				} else {
 					p.RecordBatches = recs
 				}
@@ -193,9 +160,7 @@ func (f *Filter) onShareFetchResponse(c *filter.Context, r *kmsg.ShareFetchRespo
 			// No partial answer: the acquired ranges would name records
 			// the consumer never gets; unacknowledged, they come again.
 			code := f.logFetchFailure(c, name, p.Partition, false, perr)
-			msg := describe(perr)
-			p.ErrorCode, p.ErrorMessage = code.Code, &msg
-			p.Records, p.AcquiredRecords = noRecords, nil
+			filter.FailShareFetchPartition(p, code.Code, describe(perr))
 			changed = true
 		}
 	}

@@ -186,3 +186,35 @@ func TestLongHeaderCount(t *testing.T) {
 		t.Errorf("fetched key %q value %q with %d headers, want %q, %q and none", back.Key, back.Value, len(back.Headers), key, value)
 	}
 }
+
+// TestKEKTemplates: the rule's KEK and a field's own are templates; each
+// topic's values are sealed under the KEKs its name gives, which the
+// marker names, and open again.
+func TestKEKTemplates(t *testing.T) {
+	k := testKMS(t, "pii-a-kek", "pii-a-mail", "pii-b-kek", "pii-b-mail")
+	cfg := jsonConfig()
+	cfg.Rules[0].KEK = "{topic}-kek"
+	cfg.Rules[0].Value.Fields = []Field{{Path: "ssn"}, {Path: "email", KEK: "{topic}-mail", Mode: modeDeterministic}}
+	f := newFilter(t, cfg, k)
+	value := []byte(`{"ssn":"123-45-6789","email":"a@example.com"}`)
+	c, _ := testCtx(t, "")
+	for _, topic := range []string{"pii-a", "pii-b"} {
+		in := makeBatch(t, kgo.NoCompression(), rec{value: value})
+		up, refused := runProduce(t, f, c, produce(-1, map[string][]byte{topic: in}))
+		if len(refused) != 0 {
+			t.Fatalf("%s refused: %+v", topic, refused)
+		}
+		stored := decodeRecords(t, up[topic])[0]
+		var m marker
+		if err := m.parse(stored.Headers[0].Value); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.keks) != 2 || string(m.keks[0].name) != topic+"-kek" || string(m.keks[1].name) != topic+"-mail" {
+			t.Errorf("%s: the marker names KEKs %q and %q, want %s-kek and %s-mail", topic, m.keks[0].name, m.keks[len(m.keks)-1].name, topic, topic)
+		}
+		got, _ := runFetch(t, f, c, map[string][]byte{topic: up[topic]})
+		if back := decodeRecords(t, got[topic].RecordBatches)[0]; !bytes.Equal(back.Value, value) {
+			t.Errorf("%s: fetched %q, produced %q", topic, back.Value, value)
+		}
+	}
+}

@@ -32,6 +32,10 @@ type scratch struct {
 	// aeads are the AEADs of the DEKs of the record at hand's marker,
 	// by KEK index.
 	aeads []cipher.AEAD
+	// lastAEAD is the AEAD of the DEK whose opener key is lastDEK: the
+	// last one the opener looked up.
+	lastAEAD cipher.AEAD
+	lastDEK  []byte
 	// rec is the record at hand: here rather than on the stack, where
 	// handing it to a recordFunc would move it to the heap.
 	rec recordbatch.Record
@@ -65,9 +69,10 @@ func getScratch() *scratch { return scratches.Get().(*scratch) }
 func putScratch(s *scratch) {
 	clear(s.held) // reserved counters are not carried over: each partition starts afresh
 	s.held = s.held[:0]
+	s.lastAEAD = nil
 	clear(s.aeads) // no key is kept alive by the pool
 	s.aeads = s.aeads[:0]
-	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.cacheKey, &s.opened} {
+	for _, b := range []*[]byte{&s.in, &s.out, &s.marker, &s.aad, &s.ad, &s.sealed, &s.key, &s.value, &s.cacheKey, &s.opened, &s.lastDEK} {
 		if cap(*b) > keepScratch {
 			*b = nil
 		} else {

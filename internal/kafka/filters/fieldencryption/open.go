@@ -1,6 +1,7 @@
 package fieldencryption
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -102,10 +103,17 @@ func (j *opener) keys(m *marker) error {
 			continue
 		}
 		s.cacheKey = datakey.AppendOpenerKey(s.cacheKey[:0], k.name, k.wrapped)
+		// Records of a batch nearly always share their DEK: the last
+		// one found skips the shared cache and its lock.
+		if s.lastAEAD != nil && bytes.Equal(s.cacheKey, s.lastDEK) {
+			s.aeads = append(s.aeads, s.lastAEAD)
+			continue
+		}
 		a, err := j.f.opens.Get(j.ctx, s.cacheKey, k.name, k.wrapped)
 		if err != nil {
 			return err
 		}
+		s.lastDEK, s.lastAEAD = append(s.lastDEK[:0], s.cacheKey...), a
 		s.aeads = append(s.aeads, a)
 	}
 	return nil

@@ -61,6 +61,8 @@ type Options struct {
 	FrameReadTimeout time.Duration
 	Target           Target
 	Filters          []filter.Filter // policy filters, after the built-in ones
+	// SASL, if set, terminates client authentication at the gateway.
+	SASL *SASL
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to

@@ -87,6 +87,9 @@ type conn struct {
 	frameFrom     int64   // client bytes read (in.n+spliced) before the frame's body
 	in            counter // counts the client bytes cr reads
 	spliced       int64   // client bytes relayed by splice, not through cr
+	// auth is the connection's authentication, when the virtual cluster
+	// terminates SASL; nil otherwise.
+	auth *authState
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -135,6 +138,9 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 	}
 	c.in.r = client
 	c.cr = bufio.NewReaderSize(&c.in, readBufSize)
+	if v.opts.SASL != nil {
+		c.auth = &authState{cfg: v.opts.SASL}
+	}
 	// Cancelled when the connection is torn down, so a filter waiting on a
 	// request of its own stops then, not when that request gives up.
 	ctx, cancel := context.WithCancel(v.ctx)
@@ -165,6 +171,10 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		c.close()
 		close(c.inflight)
 	case err == nil:
+		close(c.inflight)
+	case errors.Is(err, errAuthFailed), errors.Is(err, errNotAuthed), errors.Is(err, errSessionExpiry):
+		// Logged already. The answers queued (the failure's included)
+		// go out; then the connection closes.
 		close(c.inflight)
 	case errors.Is(err, errClientClosed):
 		c.close()
@@ -295,6 +305,15 @@ func (c *conn) readRequests() error {
 		}
 		v.m.key(h.Key).requests.Inc()
 		v.m.bytesUp.Add(float64(4 + size))
+		if c.auth != nil {
+			taken, err := c.authFrame(sz, size, h)
+			if err != nil {
+				return err
+			}
+			if taken {
+				continue
+			}
+		}
 		p := pending{
 			hdr:  filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID},
 			mask: v.chain.ResponseMask(h.Key, h.Version),

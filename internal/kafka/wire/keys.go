@@ -21,6 +21,7 @@ const (
 	KeyFindCoordinator  int16 = 10
 	KeySASLHandshake    int16 = 17
 	KeyApiVersions      int16 = 18
+	KeySASLAuthenticate int16 = 36
 	KeyDescribeCluster  int16 = 60
 	KeyShareFetch       int16 = 78
 	KeyShareAcknowledge int16 = 79

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/straitgw/strait/internal/auth/sasl"
 	"github.com/straitgw/strait/internal/kafka/filter"
@@ -215,5 +216,48 @@ func TestSASLSessionLifetime(t *testing.T) {
 	c.send(md, 7)
 	if _, err := c.readFrame(); err == nil {
 		t.Error("a request after the session expired was answered; want the connection closed")
+	}
+}
+
+// TestUpstreamIdentity: the broker demands SCRAM-SHA-512; clients
+// authenticate to the gateway with PLAIN as alice, and the gateway to the
+// broker as itself, on every broker connection and for its side client. A
+// gateway with the wrong credentials cannot serve the client, and says why.
+func TestUpstreamIdentity(t *testing.T) {
+	up := func(pass string) func(*Options) {
+		return func(o *Options) {
+			o.SASL = &SASL{Mechanisms: []sasl.Mechanism{&testPlain{users: map[string]string{"alice": "secret"}}}}
+			o.Target.SASL = scram.Auth{User: "gw", Pass: pass}.AsSha512Mechanism()
+		}
+	}
+	kopts := []kfake.Opt{kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "gw", "gw-secret"), kfake.SeedTopics(1, "alice-t")}
+	g := startGateway(t, up("gw-secret"), kopts...)
+	ctx := testCtx(t, 20*time.Second)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic("alice-t"),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce through a gateway with its own broker identity: %v", err)
+	}
+	if _, err := g.vc.Send(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Errorf("the side client, as the gateway: %v", err)
+	}
+
+	wrong := startGatewayTo(t, g.broker.ListenAddrs(), func(o *Options) {
+		up("not-it")(o)
+		o.SkipBrokerDiscovery = true // the side client could not log in either
+	})
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(wrong.addr), kgo.SASL(plain.Auth{User: "alice", Pass: "secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := cl2.Ping(pctx); err == nil {
+		t.Error("a gateway with wrong broker credentials served a client")
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	kafkasasl "github.com/twmb/franz-go/pkg/sasl"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,6 +43,11 @@ type Target struct {
 	// RequestTimeout bounds the wait for the broker's answer to one
 	// request; past it the connection is closed.
 	RequestTimeout time.Duration
+	// SASL, if set, is how the gateway authenticates itself to the
+	// brokers: every broker connection, and the side client filters use.
+	// It needs client SASL terminated at the gateway (Options.SASL), or
+	// clients' own handshakes would reach an authenticated connection.
+	SASL kafkasasl.Mechanism
 }
 
 // Options configure one virtual cluster.
@@ -491,12 +498,17 @@ func (v *VirtualCluster) dialer() func(ctx context.Context, network, host string
 // from every client connection.
 func (v *VirtualCluster) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	v.sideOnce.Do(func() {
-		v.side, v.sideErr = kgo.NewClient(
+		opts := []kgo.Opt{
 			kgo.SeedBrokers(v.opts.Target.Bootstrap...),
 			kgo.Dialer(v.dialer()),
-			kgo.ClientID("strait-"+v.opts.Name),
+			kgo.ClientID("strait-" + v.opts.Name),
 			kgo.DialTimeout(v.opts.Target.ConnectTimeout),
-		)
+		}
+		if v.opts.Target.SASL != nil {
+			// The gateway's own identity toward the cluster.
+			opts = append(opts, kgo.SASL(v.opts.Target.SASL))
+		}
+		v.side, v.sideErr = kgo.NewClient(opts...)
 	})
 	if v.sideErr != nil {
 		return nil, v.sideErr

@@ -204,6 +204,11 @@ func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
 			return nil, "", err
 		}
 		c, err := dial(ctx, "tcp", addr)
+		if err == nil && v.opts.Target.SASL != nil {
+			if err = v.authenticateUpstream(ctx, c, addr); err != nil {
+				c.Close()
+			}
+		}
 		return c, addr, err
 	}
 	// Bootstrap: try each server once, from a random start, so that
@@ -214,6 +219,11 @@ func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
 	for i := range bs {
 		addr := bs[(start+i)%len(bs)]
 		c, err := dial(ctx, "tcp", addr)
+		if err == nil && v.opts.Target.SASL != nil {
+			if err = v.authenticateUpstream(ctx, c, addr); err != nil {
+				c.Close()
+			}
+		}
 		if err == nil {
 			return c, addr, nil
 		}

@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"

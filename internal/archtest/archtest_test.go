@@ -122,6 +122,11 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
+		name: "certprincipal maps certificates to principals and imports nothing of ours",
+		pkgs: []string{"internal/auth/certprincipal"},
+		only: nothing,
+	},
+	{
 		name: "fieldpath names and splices fields and imports nothing of ours",
 		pkgs: []string{"internal/schema/fieldpath"},
 		only: nothing,

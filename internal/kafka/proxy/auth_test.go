@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"github.com/straitgw/strait/internal/auth/sasl"
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/wire"
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // testPlain is a PLAIN mechanism over a fixed user table, standing in for
@@ -259,5 +262,49 @@ func TestUpstreamIdentity(t *testing.T) {
 	defer cancel()
 	if err := cl2.Ping(pctx); err == nil {
 		t.Error("a gateway with wrong broker credentials served a client")
+	}
+}
+
+// TestCertPrincipal: over mutual TLS, the client's certificate names its
+// principal; a certificate the mapping cannot name is refused.
+func TestCertPrincipal(t *testing.T) {
+	ca := testkit.NewCA(t)
+	rec := &principals{}
+	g := startGateway(t, func(o *Options) {
+		o.TLS = &tls.Config{
+			Certificates: []tls.Certificate{ca.Issue(t, "gateway", x509.ExtKeyUsageServerAuth)},
+			ClientCAs:    ca.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+		}
+		o.CertPrincipal = func(c *x509.Certificate) (string, error) {
+			if !strings.HasPrefix(c.Subject.CommonName, "app-") {
+				return "", errors.New("no rule matches")
+			}
+			return "svc:" + c.Subject.CommonName, nil
+		}
+		o.Filters = []filter.Filter{rec}
+	}, kfake.SeedTopics(1, "t"))
+	ctx := testCtx(t, 20*time.Second)
+	dial := func(cn string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic("t"), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second),
+			kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Issue(t, cn, x509.ExtKeyUsageClientAuth)}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	if err := dial("app-billing").ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce with a mapped certificate: %v", err)
+	}
+	rec.mu.Lock()
+	seen := append([]string(nil), rec.seen...)
+	rec.mu.Unlock()
+	if len(seen) == 0 || seen[len(seen)-1] != "svc:app-billing" {
+		t.Errorf("filters saw principals %q, want svc:app-billing", seen)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := dial("someone").Ping(pctx); err == nil {
+		t.Error("a certificate no rule maps was served")
 	}
 }

@@ -12,6 +12,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +71,11 @@ type Options struct {
 	Filters          []filter.Filter // policy filters, after the built-in ones
 	// SASL, if set, terminates client authentication at the gateway.
 	SASL *SASL
+	// CertPrincipal, if set, names each client by its TLS certificate
+	// (mutual TLS): a client without one, or whose certificate it cannot
+	// map, is refused. A SASL principal, if the client authenticates with
+	// SASL too, takes its place.
+	CertPrincipal func(*x509.Certificate) (string, error)
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to

@@ -117,6 +117,13 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		raw.SetDeadline(time.Time{})
 		client = tc
 	}
+	principal, err := v.certPrincipal(client)
+	if err != nil {
+		v.m.err(errTLSHandshake)
+		log.Warn("refusing the client: it has no client certificate the principal mapping rules can name", "err", err)
+		client.Close()
+		return
+	}
 	up, addr, err := v.dialUpstream(node)
 	if err != nil {
 		v.m.err(errUpstreamConnect)
@@ -153,6 +160,11 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		Log:            c.log,
 		Upstream:       v,
 		Topics:         v,
+	}
+	if principal != "" {
+		c.fc.SetPrincipal(principal)
+		c.log = c.log.With("principal", principal)
+		c.fc.Log = c.log
 	}
 	if !v.track(c) {
 		c.close()
@@ -230,6 +242,23 @@ func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
 		errs = append(errs, err)
 	}
 	return nil, "", errors.Join(errs...)
+}
+
+// certPrincipal names a client by its TLS certificate, when the virtual
+// cluster maps certificates to principals; "" when it does not.
+func (v *VirtualCluster) certPrincipal(client net.Conn) (string, error) {
+	if v.opts.CertPrincipal == nil {
+		return "", nil
+	}
+	tc, ok := client.(*tls.Conn)
+	if !ok {
+		return "", errors.New("the listener is not TLS: certificate principals need tls with client certificates")
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return "", errors.New("the client sent no certificate")
+	}
+	return v.opts.CertPrincipal(certs[0])
 }
 
 // close tears the connection down at once; safe to call more than once.

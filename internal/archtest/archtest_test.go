@@ -62,6 +62,16 @@ var rules = []rule{
 		only: []string{"internal/kms"},
 	},
 	{
+		name: "credstore keeps the users of SASL PLAIN and SCRAM and imports nothing of ours",
+		pkgs: []string{"internal/auth/credstore"},
+		only: nothing,
+	},
+	{
+		name:  "the SASL mechanisms find users through their Credentials interface, never the credential store itself",
+		pkgs:  []string{"internal/auth/sasl/..."},
+		never: []string{"internal/auth/credstore/..."},
+	},
+	{
 		name: "llm/sse is SSE framing and imports nothing of ours",
 		pkgs: []string{"internal/llm/sse"},
 		only: nothing,
@@ -513,6 +523,8 @@ func TestRuleSelfCheck(t *testing.T) {
 		{"main imports the proxy", "cmd/strait", "internal/kafka/proxy", "cmd/strait is a thin main"},
 		{"main imports the cli", "cmd/strait", "internal/cli", ""},
 		{"proxy imports the cli", "internal/kafka/proxy", "internal/cli", "the CLI is the top layer"},
+		{"credstore imports sasl", "internal/auth/credstore", "internal/auth/sasl", "credstore keeps the users"},
+		{"sasl imports credstore", "internal/auth/sasl", "internal/auth/credstore", "through their Credentials interface"},
 		{"a test package imports devbroker", "test/interop", "internal/devbroker", ""},
 	}
 	for _, tt := range tests {

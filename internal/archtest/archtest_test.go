@@ -162,6 +162,11 @@ var rules = []rule{
 		never: []string{"internal/kafka/proxy/...", "internal/cli/...", "internal/config/..."},
 	},
 	{
+		name: "the authorization filter decides on the filter API, kafka/wire and topic selectors alone",
+		pkgs: []string{"internal/kafka/filters/authz"},
+		only: []string{"internal/kafka/filter", "internal/kafka/filter/registry", "internal/kafka/wire", "internal/kafka/topicsel"},
+	},
+	{
 		name:   "only the CLI imports config; runtime packages take constructor options",
 		pkgs:   []string{"..."},
 		except: []string{"internal/cli", "internal/config/..."},

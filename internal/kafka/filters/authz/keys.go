@@ -1,12 +1,31 @@
 package authz
 
-import "github.com/straitgw/strait/internal/kafka/wire"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/straitgw/strait/internal/kafka/wire"
+)
 
 // handler checks one API key's requests.
-type handler struct{}
+type handler struct {
+	// maxVersion is the newest version the check was written for: a
+	// newer one may name resources in fields it does not read, and is
+	// refused with UNSUPPORTED_VERSION.
+	maxVersion int16
+	// check decides the request: it lets it through, takes the refused
+	// resources out of it (and keeps fixups for the answer), or answers
+	// it. An error ends the connection.
+	check func(a *call) error
+	// refuse is the API's answer to the whole request with code for
+	// every resource it names.
+	refuse func(req kmsg.Request, code int16) (kmsg.Response, error)
+}
 
-// handlers are the API keys the filter checks, each with what it checks.
-var handlers = map[int16]handler{}
+// handlers are the API keys the filter checks.
+var handlers = map[int16]handler{
+	wire.KeyProduce: {13, checkProduce, refuseProduce},
+	wire.KeyFetch:   {18, checkFetch, refuseFetch},
+}
 
 // alwaysAllowed are the keys that name no resource: the version handshake
 // and authentication itself, which the authentication stage handles

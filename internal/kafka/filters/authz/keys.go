@@ -25,6 +25,10 @@ type handler struct {
 var handlers = map[int16]handler{
 	wire.KeyProduce: {13, checkProduce, refuseProduce},
 	wire.KeyFetch:   {18, checkFetch, refuseFetch},
+
+	wire.KeyMetadata:           {13, checkMetadata, refuseMetadata},
+	keyDescribeTopicPartitions: {0, checkDescribeTopicPartitions, refuseDescribeTopicPartitions},
+	wire.KeyDescribeCluster:    {2, checkDescribeCluster, refuseDescribeCluster},
 }
 
 // alwaysAllowed are the keys that name no resource: the version handshake
@@ -38,4 +42,8 @@ func alwaysAllowed(key int16) bool {
 	return false
 }
 
-const keySASLAuthenticate int16 = 36
+// API keys wire does not name.
+const (
+	keySASLAuthenticate        int16 = 36
+	keyDescribeTopicPartitions int16 = 75
+)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sasl_test
+
+const raceEnabled = false

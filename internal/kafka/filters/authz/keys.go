@@ -29,6 +29,19 @@ var handlers = map[int16]handler{
 	wire.KeyMetadata:           {13, checkMetadata, refuseMetadata},
 	keyDescribeTopicPartitions: {0, checkDescribeTopicPartitions, refuseDescribeTopicPartitions},
 	wire.KeyDescribeCluster:    {2, checkDescribeCluster, refuseDescribeCluster},
+
+	keyJoinGroup:              {9, checkJoinGroup, refuseJoinGroup},
+	keySyncGroup:              {5, checkSyncGroup, refuseSyncGroup},
+	keyHeartbeat:              {4, checkHeartbeat, refuseHeartbeat},
+	keyLeaveGroup:             {5, checkLeaveGroup, refuseLeaveGroup},
+	keyConsumerGroupHeartbeat: {1, checkConsumerGroupHeartbeat, refuseConsumerGroupHeartbeat},
+	keyDescribeGroups:         {6, checkDescribeGroups, refuseDescribeGroups},
+	keyListGroups:             {5, checkListGroups, refuseListGroups},
+	keyDeleteGroups:           {3, checkDeleteGroups, refuseDeleteGroups},
+	wire.KeyFindCoordinator:   {6, checkFindCoordinator, refuseFindCoordinator},
+	keyOffsetCommit:           {10, checkOffsetCommit, refuseOffsetCommit},
+	keyOffsetFetch:            {10, checkOffsetFetch, refuseOffsetFetch},
+	keyOffsetDelete:           {0, checkOffsetDelete, refuseOffsetDelete},
 }
 
 // alwaysAllowed are the keys that name no resource: the version handshake

@@ -137,6 +137,16 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
+		name: "oauth checks bearer tokens, and its errors are the SASL errors: it imports auth/sasl alone",
+		pkgs: []string{"internal/auth/oauth"},
+		only: []string{"internal/auth/sasl"},
+	},
+	{
+		name:  "OAUTHBEARER takes a token validator, never the oauth package that provides one",
+		pkgs:  []string{"internal/auth/sasl"},
+		never: []string{"internal/auth/oauth/..."},
+	},
+	{
 		name: "fieldpath names and splices fields and imports nothing of ours",
 		pkgs: []string{"internal/schema/fieldpath"},
 		only: nothing,

@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -593,4 +595,33 @@ func TestNewRefusesABadConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "jwks_url") {
 		t.Fatalf("New(Config{}) = %v, want the config's errors", err)
 	}
+}
+
+// Keys the library cannot or must not use are left out, and the rest of
+// the set stays usable: a weak RSA key, a key type not known (as a
+// post-quantum key an issuer may publish beside its others), an HMAC key.
+func TestUnusableKeysLeftOut(t *testing.T) {
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
+	must(t, err)
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	must(t, json.Unmarshal(jwksOf(t, rsaKey()), &set))
+	set.Keys = append(set.Keys,
+		map[string]any{"kty": "RSA", "kid": "weak", "n": base64.RawURLEncoding.EncodeToString(weak.N.Bytes()), "e": "AQAB"},
+		map[string]any{"kty": "AKP", "kid": "pq", "alg": "ML-DSA-44", "pub": "AAAA"},
+		map[string]any{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"})
+	doc, err := json.Marshal(set)
+	must(t, err)
+	srv := newJWKSServer(t, doc)
+	v := newValidator(t, baseConfig(srv.URL), newClock())
+	if _, _, err := v.Validate(ctx, sign(t, rsaKey(), goodClaims())); err != nil {
+		t.Fatalf("the good key of the set: %v", err)
+	}
+	token := sign(t, testKey{kid: "weak", alg: "RS256", priv: weak}, goodClaims())
+	_, _, err = v.Validate(ctx, token)
+	checkErr(t, err, ErrUnknownKey, token)
+	token = hs256(t, "hmac", []byte("secretsecretsecretsecretsecretse"), goodClaims())
+	_, _, err = v.Validate(ctx, token)
+	checkErr(t, err, ErrAlgorithm, token)
 }

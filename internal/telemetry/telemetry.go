@@ -48,6 +48,13 @@ type KafkaMetrics struct {
 	Bytes           *prometheus.CounterVec
 	UpstreamLatency *prometheus.HistogramVec
 	Errors          *prometheus.CounterVec
+	// Authentications counts client authentications terminated at the
+	// gateway by mechanism and outcome (success, failure); AuthDuration
+	// times them from the handshake to the verdict; ExpiredSessions
+	// counts connections closed because their session ran out.
+	Authentications *prometheus.CounterVec
+	AuthDuration    *prometheus.HistogramVec
+	ExpiredSessions *prometheus.CounterVec
 }
 
 // NewKafkaMetrics registers the Kafka proxy's metrics with reg.
@@ -77,6 +84,18 @@ func NewKafkaMetrics(reg prometheus.Registerer) *KafkaMetrics {
 			Name: "strait_kafka_errors_total", Help: "Connection-ending and request errors, by kind.",
 		}, []string{"virtual_cluster", "kind"}),
 	}
-	reg.MustRegister(m.ConnsOpen, m.ConnsTotal, m.Requests, m.Responses, m.Bytes, m.UpstreamLatency, m.Errors)
+	m.Authentications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_kafka_authentications_total", Help: "Client SASL authentications terminated at the gateway, by mechanism and outcome (success, failure).",
+	}, []string{"virtual_cluster", "mechanism", "outcome"})
+	m.AuthDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strait_kafka_authentication_seconds",
+		Help:    "Time from a client's SaslHandshake to the verdict on its credentials, failure delay included, by mechanism.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"virtual_cluster", "mechanism"})
+	m.ExpiredSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_kafka_expired_sessions_total", Help: "Client connections closed because their SASL session expired without re-authentication (KIP-368).",
+	}, []string{"virtual_cluster"})
+	reg.MustRegister(m.ConnsOpen, m.ConnsTotal, m.Requests, m.Responses, m.Bytes, m.UpstreamLatency, m.Errors,
+		m.Authentications, m.AuthDuration, m.ExpiredSessions)
 	return m
 }

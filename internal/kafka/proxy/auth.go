@@ -34,10 +34,6 @@ type SASL struct {
 	// that failures cost a guesser time and take the same time whatever
 	// failed.
 	FailureDelay time.Duration
-	// OnResult, if set, learns every authentication's outcome, for
-	// metrics: the mechanism, the principal ("" on failure), how long it
-	// took, and the error.
-	OnResult func(mechanism, principal string, took time.Duration, err error)
 }
 
 // authState is a connection's progress through authentication. Owned by
@@ -72,6 +68,7 @@ func (c *conn) authFrame(sz [4]byte, size int, h wire.RequestHeader) (bool, erro
 		if !a.expires.IsZero() && time.Now().After(a.expires) {
 			c.log.Info("closing the connection: its SASL session expired and the client did not re-authenticate (KIP-368)",
 				"principal", a.principal)
+			c.v.m.vec.ExpiredSessions.WithLabelValues(c.v.m.vc).Inc()
 			return true, errSessionExpiry
 		}
 		return false, nil
@@ -246,10 +243,7 @@ func (c *conn) authSucceeded() (time.Duration, error) {
 	if lifetime > 0 {
 		a.expires = time.Now().Add(lifetime)
 	}
-	took := time.Since(a.started)
-	if a.cfg.OnResult != nil {
-		a.cfg.OnResult(a.mech.Name(), res.Principal, took, nil)
-	}
+	c.v.m.auth(a.mech.Name(), true, time.Since(a.started))
 	msg := "client authenticated"
 	if again {
 		msg = "client re-authenticated"
@@ -262,9 +256,7 @@ func (c *conn) authSucceeded() (time.Duration, error) {
 // authFailed logs a failed authentication and waits the failure delay.
 func (c *conn) authFailed(err error) {
 	a := c.auth
-	if a.cfg.OnResult != nil {
-		a.cfg.OnResult(a.mech.Name(), "", time.Since(a.started), err)
-	}
+	defer func() { c.v.m.auth(a.mech.Name(), false, time.Since(a.started)) }()
 	c.log.Warn("client failed to authenticate; closing the connection", "mechanism", a.mech.Name(), "err", err)
 	a.ex = nil
 	if d := a.cfg.FailureDelay; d > 0 {

@@ -132,6 +132,12 @@ func TestSASLTermination(t *testing.T) {
 	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
+	if n := g.metric("strait_kafka_authentications_total", "mechanism", "PLAIN", "outcome", "success"); n < 1 {
+		t.Errorf("%v successful authentications counted", n)
+	}
+	if n := g.metric("strait_kafka_authentications_total", "mechanism", "PLAIN", "outcome", "failure"); n < 1 {
+		t.Errorf("%v failed authentications counted", n)
+	}
 }
 
 // TestSASLRawFlow drives the stage frame by frame: ApiVersions before
@@ -219,6 +225,9 @@ func TestSASLSessionLifetime(t *testing.T) {
 	c.send(md, 7)
 	if _, err := c.readFrame(); err == nil {
 		t.Error("a request after the session expired was answered; want the connection closed")
+	}
+	if n := g.metric("strait_kafka_expired_sessions_total"); n != 1 {
+		t.Errorf("%v expired sessions counted, want 1", n)
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -75,5 +76,15 @@ const (
 	// frame within frame_read_timeout.
 	errFrameTimeout = "frame_timeout"
 )
+
+// auth records one authentication's outcome and duration.
+func (v *vcMetrics) auth(mechanism string, ok bool, took time.Duration) {
+	outcome := "failure"
+	if ok {
+		outcome = "success"
+	}
+	v.vec.Authentications.WithLabelValues(v.vc, mechanism, outcome).Inc()
+	v.vec.AuthDuration.WithLabelValues(v.vc, mechanism).Observe(took.Seconds())
+}
 
 func (v *vcMetrics) err(kind string) { v.vec.Errors.WithLabelValues(v.vc, kind).Inc() }

@@ -42,6 +42,26 @@ var handlers = map[int16]handler{
 	keyOffsetCommit:           {10, checkOffsetCommit, refuseOffsetCommit},
 	keyOffsetFetch:            {10, checkOffsetFetch, refuseOffsetFetch},
 	keyOffsetDelete:           {0, checkOffsetDelete, refuseOffsetDelete},
+
+	keyListOffsets:          {11, checkListOffsets, refuseListOffsets},
+	keyOffsetForLeaderEpoch: {4, checkOffsetForLeaderEpoch, refuseOffsetForLeaderEpoch},
+	keyDeleteRecords:        {2, checkDeleteRecords, refuseDeleteRecords},
+	keyDescribeProducers:    {0, checkDescribeProducers, refuseDescribeProducers},
+
+	keyInitProducerID:       {5, checkInitProducerID, refuseInitProducerID},
+	keyAddPartitionsToTxn:   {5, checkAddPartitionsToTxn, refuseAddPartitionsToTxn},
+	keyAddOffsetsToTxn:      {4, checkAddOffsetsToTxn, refuseAddOffsetsToTxn},
+	keyEndTxn:               {5, checkEndTxn, refuseEndTxn},
+	keyTxnOffsetCommit:      {6, checkTxnOffsetCommit, refuseTxnOffsetCommit},
+	keyDescribeTransactions: {0, checkDescribeTransactions, refuseDescribeTransactions},
+	keyListTransactions:     {2, checkListTransactions, refuseListTransactions},
+
+	keyCreateTopics:            {7, checkCreateTopics, refuseCreateTopics},
+	keyDeleteTopics:            {6, checkDeleteTopics, refuseDeleteTopics},
+	keyCreatePartitions:        {3, checkCreatePartitions, refuseCreatePartitions},
+	keyDescribeConfigs:         {4, checkDescribeConfigs, refuseDescribeConfigs},
+	keyAlterConfigs:            {2, checkAlterConfigs, refuseAlterConfigs},
+	keyIncrementalAlterConfigs: {1, checkIncrementalAlterConfigs, refuseIncrementalAlterConfigs},
 }
 
 // alwaysAllowed are the keys that name no resource: the version handshake

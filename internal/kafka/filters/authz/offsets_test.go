@@ -196,7 +196,7 @@ func TestOffsetFetchGroups(t *testing.T) {
 			}
 		}
 		wantCodes(t, got, map[string]int16{
-			"bob-g": codeGroupAuth,
+			"bob-g":   codeGroupAuth,
 			"alice-g": 0, "alice-g/alice-a": 0, "alice-g/bob-x": codeTopicAuth,
 			"alice-h": 0, "alice-h/alice-a": 0, "alice-h/shared": 0,
 		})

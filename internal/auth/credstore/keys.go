@@ -16,8 +16,8 @@ import (
 const (
 	// MinIterations is RFC 7677's minimum for SCRAM-SHA-256, and what Kafka's clients refuse to go below.
 	MinIterations = 4096
-	// MaxIterations is the most Kafka stores (its ScramMechanism's maximum): some clients refuse a challenge
-	// above it, so the store never holds one they would.
+	// MaxIterations is the most Kafka itself stores (its ScramMechanism's maximum): clients written against
+	// Kafka have never had to accept more, so the store never holds more.
 	MaxIterations = 16384
 	// DefaultIterations is twice RFC 7677's minimum. A client pays it once per connection (and per
 	// re-authentication), a PLAIN login costs the gateway the same; docs/security.md has what that is on our

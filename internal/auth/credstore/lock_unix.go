@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// lockAttempts and lockRetry bound waiting for another `strait users` command: 10 s in all.
-const (
+// lockAttempts and lockRetry bound waiting for another `strait users` command: 10 s in all. Variables for
+// the tests.
+var (
 	lockAttempts = 100
 	lockRetry    = 100 * time.Millisecond
 )
@@ -40,7 +41,7 @@ func lockDir(dir string) (unlock func(), err error) {
 	}
 	f.Close()
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, fmt.Errorf("locking %s: still locked by another command after %v; try again", dir, lockAttempts*lockRetry)
+		return nil, fmt.Errorf("locking %s: still locked by another command after %v; try again", dir, time.Duration(lockAttempts)*lockRetry)
 	}
 	return nil, fmt.Errorf("locking %s: %w", dir, err)
 }

@@ -136,12 +136,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		return err
 	}
-	cfg, filters, err := loadConfig(cfgPath)
+	cfg, b, err := loadConfig(cfgPath)
 	if err != nil {
 		return fmt.Errorf("demo config:\n%w", err)
 	}
 	cfg.Log.Level = *logLevel
-	g, err := startGateway(cfg, filters, log)
+	g, err := startGateway(cfg, b, log)
 	if err != nil {
 		return fmt.Errorf("%w (pick other ports with --listen, --llm-listen and --admin)", err)
 	}

@@ -74,9 +74,17 @@ type gateway struct {
 	drain config.Duration
 }
 
-// loadConfig loads a config and builds its filters, so that run and
-// validate report exactly the same errors, all at once and in file order.
-func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error) {
+// built is what a config makes beyond itself: each virtual cluster's
+// filters and authentication.
+type built struct {
+	filters map[string][]filter.Filter
+	auth    map[string]*vcAuth
+}
+
+// loadConfig loads a config and builds its filters and authentication, so
+// that run and validate report exactly the same errors, all at once and in
+// file order.
+func loadConfig(path string) (*config.Config, *built, error) {
 	cfg, err := config.Load(path)
 	var errs config.Errors
 	if err != nil {
@@ -89,11 +97,15 @@ func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error)
 	if errors.As(ferr, &fes) {
 		errs.Append(fes...)
 	}
+	auth, aerr := buildAuth(cfg)
+	if errors.As(aerr, &fes) {
+		errs.Append(fes...)
+	}
 	if len(errs) > 0 {
 		errs.Sort()
 		return nil, nil, errs
 	}
-	return cfg, filters, nil
+	return cfg, &built{filters: filters, auth: auth}, nil
 }
 
 // startGateway starts every virtual cluster, the LLM gateway and the admin
@@ -102,7 +114,8 @@ func loadConfig(path string) (*config.Config, map[string][]filter.Filter, error)
 // first but served last, once nothing else can fail: a gateway stopped
 // before it served logged that it had stopped serving, with an error of
 // its own ("Serve called after Shutdown") after the real one.
-func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *slog.Logger) (*gateway, error) {
+func startGateway(cfg *config.Config, b *built, log *slog.Logger) (*gateway, error) {
+	filters := b.filters
 	reg := telemetry.NewRegistry()
 	km := telemetry.NewKafkaMetrics(reg)
 	if err := registerFilterMetrics(reg, filters); err != nil {
@@ -132,6 +145,14 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 			}
 			target.TLS = tc
 		}
+		if cl.SASL != nil {
+			m, err := cl.SASL.Build()
+			if err != nil {
+				g.stop(context.Background())
+				return nil, fmt.Errorf("clusters.%s.sasl: %w", vcc.Cluster, err)
+			}
+			target.SASL = m
+		}
 		opts := proxy.Options{
 			Name:             vcc.Name,
 			Listen:           vcc.Listen,
@@ -144,6 +165,8 @@ func startGateway(cfg *config.Config, filters map[string][]filter.Filter, log *s
 			FrameReadTimeout: vcc.FrameReadTimeout.Duration,
 			Target:           target,
 			Filters:          filters[vcc.Name],
+			SASL:             b.auth[vcc.Name].proxySASL(),
+			CertPrincipal:    b.auth[vcc.Name].certPrincipal(),
 			Log:              log,
 			Metrics:          km,
 		}

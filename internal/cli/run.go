@@ -17,7 +17,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "strait run: -c FILE is required (see examples/passthrough.yaml)")
 		return errUsage
 	}
-	cfg, filters, err := loadConfig(*path)
+	cfg, b, err := loadConfig(*path)
 	if err != nil {
 		return fmt.Errorf("invalid config:\n%w", err)
 	}
@@ -26,7 +26,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log.Info("starting", "version", versionString(), "config", *path)
-	g, err := startGateway(cfg, filters, log)
+	g, err := startGateway(cfg, b, log)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,8 @@ type Cluster struct {
 	RequestTimeout Duration `yaml:"request_timeout"`
 	// TLS configures TLS toward the brokers; nil means plaintext.
 	TLS *TLSClient `yaml:"tls,omitempty"`
+	// SASL is the gateway's own identity toward the brokers; nil: none.
+	SASL *ClusterSASL `yaml:"sasl,omitempty"`
 }
 
 // TLSClient configures TLS from Strait to a cluster's brokers.
@@ -141,6 +143,12 @@ type VirtualCluster struct {
 	// frame is disconnected then (with its broker connection) instead of
 	// at IdleTimeout.
 	FrameReadTimeout Duration `yaml:"frame_read_timeout"`
+	// SASL terminates client authentication at the gateway: the
+	// mechanisms offered, their credential store or token issuer, session
+	// bounds. Undecoded here (its settings belong to internal/auth); the
+	// CLI decodes and checks it, reporting problems at its line. Kind 0:
+	// absent, and clients' SASL is relayed to the brokers.
+	SASL yaml.Node `yaml:"sasl,omitempty"`
 	// Filters is the ordered filter chain.
 	Filters []Filter `yaml:"filters"`
 }
@@ -166,6 +174,20 @@ type TLSServer struct {
 	ClientAuth string `yaml:"client_auth"`
 	// MinVersion is the lowest TLS version accepted: "1.2" or "1.3".
 	MinVersion string `yaml:"min_version"`
+	// Principal names each client by its certificate (with client_auth:
+	// require); nil: clients on TLS have no principal unless SASL gives
+	// them one.
+	Principal *TLSPrincipal `yaml:"principal,omitempty"`
+}
+
+// TLSPrincipal maps client certificates to principals.
+type TLSPrincipal struct {
+	// From is what the rules read: subject (the default), san_dns,
+	// san_email or san_uri.
+	From string `yaml:"from,omitempty"`
+	// Rules are in the syntax of Kafka's ssl.principal.mapping.rules:
+	// RULE:pattern/replacement/[LU], ..., DEFAULT. Empty: DEFAULT.
+	Rules string `yaml:"rules,omitempty"`
 }
 
 // Filter is one entry of a filter chain. This package does not know filter

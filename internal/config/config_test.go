@@ -399,7 +399,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	errs := parseErrs(t, data)
 	want := strings.Join([]string{
 		`strait.yaml:2: log.level: "loud" is not allowed: use one of debug, info, warn, error`,
-		`strait.yaml:6: clusters.local.tmeout: unknown key "tmeout" (known keys: bootstrap_servers, connect_timeout, request_timeout, tls)`,
+		`strait.yaml:6: clusters.local.tmeout: unknown key "tmeout" (known keys: bootstrap_servers, connect_timeout, request_timeout, tls, sasl)`,
 		`strait.yaml:10: virtual_clusters[0].listen: "127.0.0.1:99999" is not a valid host:port: port must be 1-65535 (e.g. 127.0.0.1:19092)`,
 		`strait.yaml:11: virtual_clusters[1].name: "demo" is already the name of virtual_clusters[0]: names must be unique`,
 		`strait.yaml:12: virtual_clusters[1].cluster: "remote" is not defined under clusters (known clusters: local)`,

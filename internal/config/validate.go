@@ -158,6 +158,7 @@ func (v *validator) cluster(p, name string, cl *Cluster) {
 		v.add(p+".request_timeout", "must be greater than zero (e.g. 5m)")
 	}
 	v.tlsClient(p+".tls", cl.TLS)
+	v.clusterSASL(p+".sasl", cl.SASL)
 }
 
 func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string, seen map[string]int) vcInfo {
@@ -210,6 +211,9 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 
 	v.nodePorts(p, vc, &info)
 	v.tlsServer(p+".tls", vc.TLS)
+	if cl, ok := c.Clusters[vc.Cluster]; ok && cl != nil && cl.SASL != nil && vc.SASL.Kind == 0 && (vc.TLS == nil || vc.TLS.Principal == nil) {
+		v.add(p+".sasl", fmt.Sprintf("is required: cluster %s has sasl (the gateway logs in to its brokers as itself), so clients must authenticate to the gateway: add a sasl block (mechanisms, credentials), or name clients by certificate with tls.principal", vc.Cluster))
+	}
 
 	if vc.MaxFrameBytes <= 0 {
 		v.add(p+".max_frame_bytes", fmt.Sprintf("must be greater than 0 (the default is %d, 100 MiB)", DefaultMaxFrameBytes))
@@ -426,6 +430,14 @@ func (v *validator) tlsServer(p string, t *TLSServer) {
 		v.caFile(p+".client_ca_file", t.ClientCAFile)
 	}
 	v.oneOf(p+".min_version", t.MinVersion, "1.2", "1.3")
+	if t.Principal != nil {
+		if t.ClientAuth != "require" {
+			v.add(p+".principal", "needs client_auth: require: a client is named by its certificate, so every client must present one")
+		}
+		if t.Principal.From != "" {
+			v.oneOf(p+".principal.from", t.Principal.From, "subject", "san_dns", "san_email", "san_uri")
+		}
+	}
 }
 
 func (v *validator) readable(path, file string) bool {

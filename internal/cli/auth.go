@@ -63,7 +63,7 @@ func (a *vcAuth) proxySASL() *proxy.SASL {
 		return nil
 	}
 	b := a.built
-	return &proxy.SASL{Mechanisms: b.Mechanisms, MaxSessionLifetime: b.MaxSessionLifetime, FailureDelay: b.FailureDelay}
+	return &proxy.SASL{Mechanisms: b.Mechanisms, MaxSessionLifetime: b.MaxSessionLifetime, FailureDelay: b.FailureDelay, FailureBudget: b.FailureBudget}
 }
 
 // certPrincipal is the proxy's certificate mapping, nil when there is none.

@@ -35,12 +35,17 @@ type Config struct {
 	// FailureDelay is waited before answering a failed authentication.
 	// Default 500ms.
 	FailureDelay *time.Duration `yaml:"failure_delay"`
+	// FailureBudget is how many failed authentications a minute a client
+	// address may have at failure_delay; each one past it waits a second
+	// longer than the last, up to 30 s. Default 10; 0: no budget.
+	FailureBudget *int `yaml:"failure_budget"`
 }
 
 // Defaults.
 const (
 	DefaultMaxSessionLifetime = time.Hour
 	DefaultFailureDelay       = 500 * time.Millisecond
+	DefaultFailureBudget      = 10
 )
 
 var known = []string{"PLAIN", credstore.SCRAMSHA256, credstore.SCRAMSHA512, "OAUTHBEARER"}
@@ -88,6 +93,9 @@ func (c *Config) Validate() error {
 	} else if d != nil && *d > 0 && *d < 10*time.Second {
 		bad("max_session_lifetime: %s is under 10s: clients would spend their time re-authenticating", *d)
 	}
+	if n := c.FailureBudget; n != nil && *n < 0 {
+		bad("failure_budget: %d is negative: use the failures a minute an address may have, or 0 for no budget", *n)
+	}
 	if d := c.FailureDelay; d != nil && (*d < 0 || *d > 10*time.Second) {
 		bad("failure_delay: %s: use a duration from 0s to 10s", *d)
 	}
@@ -99,6 +107,7 @@ type Built struct {
 	Mechanisms         []sasl.Mechanism
 	MaxSessionLifetime time.Duration
 	FailureDelay       time.Duration
+	FailureBudget      int
 	// Store is the credential store, when PLAIN or SCRAM is offered.
 	Store *credstore.Store
 }
@@ -106,7 +115,10 @@ type Built struct {
 // Build opens the credential store and the token validator and makes the
 // mechanisms, in the order the config lists them.
 func (c *Config) Build(log *slog.Logger) (*Built, error) {
-	b := &Built{MaxSessionLifetime: DefaultMaxSessionLifetime, FailureDelay: DefaultFailureDelay}
+	b := &Built{MaxSessionLifetime: DefaultMaxSessionLifetime, FailureDelay: DefaultFailureDelay, FailureBudget: DefaultFailureBudget}
+	if c.FailureBudget != nil {
+		b.FailureBudget = *c.FailureBudget
+	}
 	if c.MaxSessionLifetime != nil {
 		b.MaxSessionLifetime = *c.MaxSessionLifetime
 	}

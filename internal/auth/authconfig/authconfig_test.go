@@ -27,6 +27,7 @@ func TestValidate(t *testing.T) {
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", MaxSessionLifetime: d("-1s")}, "max_session_lifetime: -1s is negative"},
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", MaxSessionLifetime: d("5s")}, "max_session_lifetime: 5s is under 10s"},
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", FailureDelay: d("1m")}, "failure_delay: 1m0s: use a duration from 0s to 10s"},
+		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", FailureBudget: func() *int { n := -1; return &n }()}, "failure_budget: -1 is negative"},
 	}
 	for _, tc := range cases {
 		err := tc.cfg.Validate()
@@ -62,7 +63,7 @@ func TestBuild(t *testing.T) {
 	if strings.Join(names, ",") != "SCRAM-SHA-512,PLAIN,SCRAM-SHA-256" {
 		t.Errorf("mechanisms %v, want them in the order listed", names)
 	}
-	if b.MaxSessionLifetime != DefaultMaxSessionLifetime || b.FailureDelay != DefaultFailureDelay || b.Store == nil {
+	if b.MaxSessionLifetime != DefaultMaxSessionLifetime || b.FailureDelay != DefaultFailureDelay || b.FailureBudget != DefaultFailureBudget || b.Store == nil {
 		t.Errorf("built %+v: want the defaults and the store", b)
 	}
 }

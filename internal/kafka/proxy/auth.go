@@ -34,6 +34,10 @@ type SASL struct {
 	// that failures cost a guesser time and take the same time whatever
 	// failed.
 	FailureDelay time.Duration
+	// FailureBudget is how many failures a minute a client address may
+	// have at FailureDelay; each failure past it waits a second more than
+	// the last, up to 30 s. 0: no budget.
+	FailureBudget int
 }
 
 // authState is a connection's progress through authentication. Owned by
@@ -259,7 +263,8 @@ func (c *conn) authFailed(err error) {
 	defer func() { c.v.m.auth(a.mech.Name(), false, time.Since(a.started)) }()
 	c.log.Warn("client failed to authenticate; closing the connection", "mechanism", a.mech.Name(), "err", err)
 	a.ex = nil
-	if d := a.cfg.FailureDelay; d > 0 {
+	d := a.cfg.FailureDelay + c.v.failures.fail(c.fc.ClientAddr, time.Now())
+	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {

@@ -116,6 +116,10 @@ type VirtualCluster struct {
 	draining atomic.Bool
 	wg       sync.WaitGroup
 
+	// failures is the failure budget of client addresses, when SASL is
+	// terminated here.
+	failures *failureBudget
+
 	sideOnce sync.Once
 	side     *kgo.Client
 	sideErr  error
@@ -202,6 +206,9 @@ func New(opts Options) (*VirtualCluster, error) {
 		unbound:   make(map[int32]*unboundNode),
 		conns:     make(map[*conn]struct{}),
 		topics:    make(map[[16]byte]string),
+	}
+	if opts.SASL != nil {
+		v.failures = &failureBudget{budget: opts.SASL.FailureBudget}
 	}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	// Built-ins first: ApiVersions sees requests before any policy filter

@@ -113,10 +113,32 @@ func (f *Filter) OnRequest(c *filter.Context, req *filter.Request) error {
 			"api", wire.KeyName(key), "version", version, "newest", h.maxVersion)
 		return respondAll(req, h, kerr.UnsupportedVersion.Code)
 	}
-	a := call{f: f, c: c, req: req, principal: c.Principal()}
+	if key == wire.KeyProduce || key == wire.KeyFetch {
+		return f.onRecords(c, req)
+	}
+	a := f.newCall(c, req)
 	err := h.check(&a)
 	countDecisions(c.VirtualCluster, a.allowed, a.denied)
 	return err
+}
+
+// onRecords checks Produce and Fetch, the hot path, with direct calls, so
+// that the call stays on the stack: checking them allocates nothing.
+func (f *Filter) onRecords(c *filter.Context, req *filter.Request) error {
+	a := f.newCall(c, req)
+	var err error
+	if req.Header.Key == wire.KeyProduce {
+		err = checkProduce(&a)
+	} else {
+		err = checkFetch(&a)
+	}
+	countDecisions(c.VirtualCluster, a.allowed, a.denied)
+	return err
+}
+
+func (f *Filter) newCall(c *filter.Context, req *filter.Request) call {
+	principal := c.Principal()
+	return call{f: f, c: c, req: req, principal: principal, seen: f.connDecisions(c, principal)}
 }
 
 // OnResponse implements filter.ResponseHandler.
@@ -164,14 +186,28 @@ type call struct {
 	c         *filter.Context
 	req       *filter.Request
 	principal string
+	// seen is the connection's own decisions.
+	seen *connDecisions
 	// allowed and denied count the decisions, for the metrics.
 	allowed, denied int
+}
+
+// decide is the engine's decision, from the connection's own decisions
+// when it has taken it before.
+func (a *call) decide(res resourceType, name string, op operation) bool {
+	k := connKey{name: name, res: res, op: op}
+	if v, ok := a.seen.m[k]; ok {
+		return v
+	}
+	v := a.f.engine.allowed(a.principal, res, name, op)
+	a.seen.put(k, v)
+	return v
 }
 
 // may reports whether the principal may do op on the named resource, and
 // logs a refusal.
 func (a *call) may(res resourceType, name string, op operation) bool {
-	if a.f.engine.allowed(a.principal, res, name, op) {
+	if a.decide(res, name, op) {
 		a.allowed++
 		return true
 	}
@@ -183,7 +219,7 @@ func (a *call) may(res resourceType, name string, op operation) bool {
 // quietly is may for filtering a list the broker returned: what the
 // principal may not see is left out, which is neither logged nor counted.
 func (a *call) quietly(res resourceType, name string, op operation) bool {
-	return a.f.engine.allowed(a.principal, res, name, op)
+	return a.decide(res, name, op)
 }
 
 // mayCluster reports whether the principal may do op on the cluster.
@@ -202,6 +238,50 @@ func (a *call) logDenied(res resourceType, name string, op operation) {
 	a.c.Logger().Warn("authorization denied",
 		"principal", a.principal, "authenticated", a.principal != "",
 		"api", wire.KeyName(a.req.Header.Key), "resource", res.String(), "name", name, "operation", op.String())
+}
+
+// connDecisions are the decisions one connection took, for its principal:
+// a connection asks about the same few topics in every request, and
+// looking them up here takes no lock, and does not hash the principal.
+// Only the connection's request goroutine uses them.
+type connDecisions struct {
+	principal string
+	m         map[connKey]bool
+}
+
+type connKey struct {
+	name string
+	res  resourceType
+	op   operation
+}
+
+// maxConnDecisions bounds a connection's decisions; past it they are
+// forgotten and taken again from the engine's shared cache. A client
+// naming ever new resources thus costs each connection a small map.
+const maxConnDecisions = 256
+
+func (d *connDecisions) put(k connKey, allowed bool) {
+	if len(d.m) >= maxConnDecisions {
+		clear(d.m)
+	}
+	d.m[k] = allowed
+}
+
+// connDecisionsKey is where a filter keeps a connection's decisions in its
+// Context: one per filter, so two authorization filters in one chain keep
+// theirs apart.
+type connDecisionsKey struct{ f *Filter }
+
+// connDecisions returns the connection's decisions for principal; a new
+// principal (re-authentication as someone else) starts them afresh.
+func (f *Filter) connDecisions(c *filter.Context, principal string) *connDecisions {
+	key := connDecisionsKey{f}
+	d, _ := c.Value(key).(*connDecisions)
+	if d == nil || d.principal != principal {
+		d = &connDecisions{principal: principal, m: make(map[connKey]bool)}
+		c.SetValue(key, d)
+	}
+	return d
 }
 
 // respond answers the request in the filter's place.

@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -399,4 +400,29 @@ func TestRefusalsPerConnection(t *testing.T) {
 	wantCodes(t, produceCodes(t, r2, false), map[string]int16{"alice-a/0": codeNone})
 	r1 := x1.reply(produceAnswer(x1.upstream().(*kmsg.ProduceRequest))).(*kmsg.ProduceResponse)
 	wantCodes(t, produceCodes(t, r1, false), map[string]int16{"alice-a/0": codeNone, "bob-x/0": codeTopicAuth})
+}
+
+// A connection's remembered decisions belong to its principal: one that
+// re-authenticates as someone else is decided afresh.
+func TestConnDecisionsFollowThePrincipal(t *testing.T) {
+	f := newFilter(t, aliceRules()...)
+	c, _ := testCtx(t, "alice")
+	send(t, f, c, produceOf(9, map[string][]int32{"alice-a": {0}})).upstream()
+	c.SetPrincipal("bob")
+	resp := send(t, f, c, produceOf(9, map[string][]int32{"alice-a": {0}})).mustAnswer().(*kmsg.ProduceResponse)
+	wantCodes(t, produceCodes(t, resp, false), map[string]int16{"alice-a/0": codeTopicAuth})
+	c.SetPrincipal("alice")
+	send(t, f, c, produceOf(9, map[string][]int32{"alice-a": {0}})).upstream()
+}
+
+func TestConnDecisionsBounded(t *testing.T) {
+	f := newFilter(t, aliceRules()...)
+	c, _ := testCtx(t, "alice")
+	for i := range 3 * maxConnDecisions {
+		name := fmt.Sprintf("alice-%d", i)
+		send(t, f, c, produceOf(9, map[string][]int32{name: {0}})).upstream()
+		if n := len(f.connDecisions(c, "alice").m); n > maxConnDecisions {
+			t.Fatalf("the connection remembers %d decisions, bound %d", n, maxConnDecisions)
+		}
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/straitgw/strait/bench/schemas"
+	"github.com/straitgw/strait/internal/auth/credstore"
 	"github.com/straitgw/strait/internal/bench/kafkaload"
 	"github.com/straitgw/strait/internal/bench/report"
 	"github.com/straitgw/strait/internal/bench/result"
@@ -132,6 +133,15 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 			w.Security.Username, w.Security.Password = "bench", "bench-secret"
 		}
 		brokerArgs = append(brokerArgs, "--user", w.Security.Username+":"+w.Security.Password)
+		// For layers that terminate SASL (bench/layers/sasl-*.yaml): the
+		// same user in a credential store the gateway checks clients
+		// against, and its password, with which the gateway logs in to
+		// the broker as itself.
+		users := filepath.Join(dir, "users.store")
+		if _, err := credstore.AddUser(users, w.Security.Username, w.Security.Password, credstore.DefaultIterations); err != nil {
+			return fmt.Errorf("benchmark credential store: %w", err)
+		}
+		env = append(env, "STRAIT_BENCH_USERS="+users, "STRAIT_BENCH_USER="+w.Security.Username, "STRAIT_BENCH_PASSWORD="+w.Security.Password)
 	}
 	bp, err := startChild(ctx, exe, brokerArgs, env, stderr)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/straitgw/strait/internal/auth/credstore"
+
 	"github.com/straitgw/strait/internal/bench/kafkaload"
 	"github.com/straitgw/strait/internal/bench/result"
 	"github.com/straitgw/strait/internal/kms/vault"
@@ -54,6 +56,20 @@ func TestBenchLayerConfigsLoad(t *testing.T) {
 	t.Setenv("STRAIT_BENCH_ADMIN", "127.0.0.1:8")
 	t.Setenv("STRAIT_BENCH_VAULT", filepath.Join(dir, "vault"))
 	t.Setenv("STRAIT_BENCH_SCHEMAS", filepath.Join(dir, "schemas"))
+	// What a --security sasl_ssl run adds: certificates, a credential
+	// store, the user and password.
+	cert, key, err := writeSelfSigned(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "users.store")
+	if _, err := credstore.AddUser(users, "bench", "bench-secret", credstore.MinIterations); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"STRAIT_BENCH_CA": cert, "STRAIT_BENCH_TLS_CERT": cert, "STRAIT_BENCH_TLS_KEY": key,
+		"STRAIT_BENCH_USERS": users, "STRAIT_BENCH_USER": "bench", "STRAIT_BENCH_PASSWORD": "bench-secret"} {
+		t.Setenv(k, v)
+	}
 	paths, err := filepath.Glob("../../bench/layers/*.yaml")
 	if err != nil || len(paths) < 5 {
 		t.Fatalf("bench/layers: %v %v", paths, err)

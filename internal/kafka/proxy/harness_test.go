@@ -38,7 +38,7 @@ type gateway struct {
 
 // startGateway starts a three-broker kfake cluster and a virtual cluster in
 // front of it. mod may adjust the options before New.
-func startGateway(t *testing.T, mod func(*Options), kopts ...kfake.Opt) *gateway {
+func startGateway(t testing.TB, mod func(*Options), kopts ...kfake.Opt) *gateway {
 	t.Helper()
 	kopts = append([]kfake.Opt{kfake.NumBrokers(3), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(3)}, kopts...)
 	b, err := kfake.NewCluster(kopts...)
@@ -54,7 +54,7 @@ func startGateway(t *testing.T, mod func(*Options), kopts ...kfake.Opt) *gateway
 
 // startGatewayTo starts a virtual cluster in front of the given bootstrap
 // servers (a fake broker, say).
-func startGatewayTo(t *testing.T, bootstrap []string, mod func(*Options)) *gateway {
+func startGatewayTo(t testing.TB, bootstrap []string, mod func(*Options)) *gateway {
 	t.Helper()
 	base := testkit.PortBlock(t, 11)
 	lvl := slog.LevelError
@@ -170,7 +170,7 @@ func (g *gateway) connsOpen() float64 { return g.metric("strait_kafka_connection
 
 // waitNodeListeners waits for the gateway to open a listener for each of n
 // nodes (broker discovery at Start runs in the background).
-func waitNodeListeners(t *testing.T, v *VirtualCluster, n int) {
+func waitNodeListeners(t testing.TB, v *VirtualCluster, n int) {
 	t.Helper()
 	pollUntil(t, 10*time.Second, func() bool {
 		v.mu.Lock()

@@ -4,6 +4,7 @@ package cli
 // internal/kafka/filter/registry when its package is linked in; this list
 // is the one place a new filter is added to the binary.
 import (
+	_ "github.com/straitgw/strait/internal/kafka/filters/authz"
 	_ "github.com/straitgw/strait/internal/kafka/filters/encryption"
 	_ "github.com/straitgw/strait/internal/kafka/filters/fieldencryption"
 	_ "github.com/straitgw/strait/internal/kafka/filters/validation"

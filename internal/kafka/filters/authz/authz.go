@@ -20,6 +20,7 @@ package authz
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -235,7 +236,11 @@ func (a *call) mayCreateTopic(name string) bool {
 // the client and the gateway's throttle folds repeats from one client, so
 // a client retrying a refused request costs a line per interval.
 func (a *call) logDenied(res resourceType, name string, op operation) {
-	a.c.Logger().Warn("authorization denied",
+	l := a.c.Logger()
+	if !l.Enabled(a.c.Context(), slog.LevelWarn) {
+		return
+	}
+	l.Warn("authorization denied",
 		"principal", a.principal, "authenticated", a.principal != "",
 		"api", wire.KeyName(a.req.Header.Key), "resource", res.String(), "name", name, "operation", op.String())
 }
@@ -317,7 +322,7 @@ func errWrongBody(key int16, body kmsg.Request) error {
 // deniedMessage is the error message of a refused resource, where the
 // API carries one.
 func deniedMessage(op operation, res resourceType) string {
-	return fmt.Sprintf("not authorized to %s this %s", op, res)
+	return "not authorized to " + op.String() + " this " + res.String()
 }
 
 var (

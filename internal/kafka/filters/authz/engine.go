@@ -37,14 +37,16 @@ var opNames = map[string]operation{
 	"ALTER_CONFIGS": opAlterConfigs, "IDEMPOTENT_WRITE": opIdempotentWrite,
 }
 
+// opStrings are the operations' names by code, for logs and messages.
+var opStrings = [...]string{
+	opAll: "ALL", opRead: "READ", opWrite: "WRITE", opCreate: "CREATE", opDelete: "DELETE",
+	opAlter: "ALTER", opDescribe: "DESCRIBE", opClusterAction: "CLUSTER_ACTION",
+	opDescribeConfigs: "DESCRIBE_CONFIGS", opAlterConfigs: "ALTER_CONFIGS", opIdempotentWrite: "IDEMPOTENT_WRITE",
+}
+
 func (o operation) String() string {
-	if o == opClusterAction {
-		return "CLUSTER_ACTION"
-	}
-	for name, op := range opNames {
-		if op == o {
-			return name
-		}
+	if o >= 0 && int(o) < len(opStrings) && opStrings[o] != "" {
+		return opStrings[o]
 	}
 	return "UNKNOWN"
 }
@@ -76,11 +78,11 @@ var resourceNames = map[string]resourceType{
 	"topic": resTopic, "group": resGroup, "transactional_id": resTransactionalID, "cluster": resCluster,
 }
 
+var resourceStrings = [...]string{resTopic: "topic", resGroup: "group", resTransactionalID: "transactional_id", resCluster: "cluster"}
+
 func (r resourceType) String() string {
-	for name, t := range resourceNames {
-		if t == r {
-			return name
-		}
+	if r > 0 && int(r) < len(resourceStrings) {
+		return resourceStrings[r]
 	}
 	return "unknown"
 }

@@ -271,3 +271,22 @@ func TestDecisionCacheBounded(t *testing.T) {
 		t.Errorf("latest decision: %v, %v", v, ok)
 	}
 }
+
+func TestNames(t *testing.T) {
+	for name, op := range opNames {
+		if op.String() != name {
+			t.Errorf("%s prints as %s", name, op)
+		}
+	}
+	if opClusterAction.String() != "CLUSTER_ACTION" || operation(1).String() != "UNKNOWN" || operation(99).String() != "UNKNOWN" {
+		t.Error("operations without a config name")
+	}
+	for name, r := range resourceNames {
+		if r.String() != name {
+			t.Errorf("%s prints as %s", name, r)
+		}
+	}
+	if resourceType(0).String() != "unknown" || resourceType(9).String() != "unknown" {
+		t.Error("unknown resource types")
+	}
+}

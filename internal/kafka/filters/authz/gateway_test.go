@@ -152,7 +152,9 @@ func TestGatewayAliceUsesAliceTopics(t *testing.T) {
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
-			fs.EachError(func(topic string, p int32, err error) { t.Fatalf("alice consuming %s/%d in alice-g: %v", topic, p, err) })
+			fs.EachError(func(topic string, p int32, err error) {
+				t.Fatalf("alice consuming %s/%d in alice-g: %v", topic, p, err)
+			})
 			if fs.NumRecords() > 0 {
 				if v := string(fs.Records()[0].Value); v != "ok" {
 					t.Errorf("read %q", v)
@@ -204,7 +206,9 @@ func TestGatewayAliceUsesAliceTopics(t *testing.T) {
 			kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
-			fs.EachError(func(topic string, p int32, err error) { t.Fatalf("alice consuming %s/%d in alice-g2: %v", topic, p, err) })
+			fs.EachError(func(topic string, p int32, err error) {
+				t.Fatalf("alice consuming %s/%d in alice-g2: %v", topic, p, err)
+			})
 			if fs.NumRecords() > 0 {
 				return
 			}

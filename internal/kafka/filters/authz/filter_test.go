@@ -178,3 +178,27 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("denied %v, want 2", got)
 	}
 }
+
+// A body of another type than its key says is a bug in the proxy: the
+// connection ends rather than the request passing unchecked.
+func TestWrongBodyEndsTheConnection(t *testing.T) {
+	f := newFilter(t, aliceRules()...)
+	for key, h := range handlers {
+		wrong := kmsg.Request(kmsg.NewPtrApiVersionsRequest())
+		c, _ := testCtx(t, "alice")
+		a := f.newCall(c, &filter.Request{Header: filter.Header{Key: key}, Body: wrong})
+		if err := h.check(&a); err == nil || !strings.Contains(err.Error(), "decoded as") {
+			t.Errorf("%s check: %v", wire.KeyName(key), err)
+		}
+		if resp, err := h.refuse(wrong, codeTopicAuth); err == nil && resp.Key() != key {
+			t.Errorf("%s refuse: a %T", wire.KeyName(key), resp)
+		}
+	}
+	// Through OnRequest, at a version newer than the filter reads, the
+	// refusal's error ends the connection too.
+	c, _ := testCtx(t, "alice")
+	err := f.OnRequest(c, &filter.Request{Header: filter.Header{Key: wire.KeyProduce, Version: 99}, Body: kmsg.NewPtrApiVersionsRequest()})
+	if err == nil {
+		t.Error("a wrong body at a newer version passed")
+	}
+}

@@ -167,9 +167,16 @@ func TestMetadataTopicIDs(t *testing.T) {
 	broker := kmsg.NewPtrMetadataResponse()
 	bt := kmsg.NewMetadataResponseTopic()
 	bt.Topic, bt.TopicID = ptr("alice-a"), idOf("alice-a")
-	broker.Topics = append(broker.Topics, bt)
+	// Unnamed entries: an error tells nothing and stays; a described
+	// topic without its name cannot be checked and goes.
+	unknown, unnamed := kmsg.NewMetadataResponseTopic(), kmsg.NewMetadataResponseTopic()
+	unknown.TopicID, unknown.ErrorCode = idOf("other"), codeUnknownTopicID
+	unnamed.TopicID = idOf("hidden")
+	broker.Topics = append(broker.Topics, bt, unknown, unnamed)
 	resp := x.reply(broker).(*kmsg.MetadataResponse)
-	wantCodes(t, metadataCodes(t, resp), map[string]int16{"alice-a": 0, "id:bob-x": codeTopicAuth, "id:gone": codeUnknownTopicID})
+	wantCodes(t, metadataCodes(t, resp), map[string]int16{
+		"alice-a": 0, "id:bob-x": codeTopicAuth, "id:gone": codeUnknownTopicID, "id:other": codeUnknownTopicID,
+	})
 }
 
 func TestMetadataAutoCreate(t *testing.T) {

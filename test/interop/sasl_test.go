@@ -456,6 +456,9 @@ const (
 	refusedMech     = "unknown-mechanism"
 	refusedExpired  = "expired-token"
 	refusedUnsigned = "unsigned-token"
+	// refusedExpiredLocally: an expired token the client is told has
+	// expired.
+	refusedExpiredLocally = "expired-token/expiry-told"
 	// refusedSCRAMNonce: a right password with librdkafka before 2.6.1,
 	// whose SCRAM client-final-message repeats the client nonce.
 	refusedSCRAMNonce = "librdkafka-scram-nonce"
@@ -573,6 +576,9 @@ var saslClients = []saslClient{
 			refusedSCRAMNonce: mustRE(`_AUTHENTICATION: ` + librdkafkaAuthFailed + librdkafkaAfter),
 			refusedMech:       mustRE(`_AUTHENTICATION: ` + librdkafkaNoPLAIN),
 			refusedExpired:    mustRE(`_AUTHENTICATION: ` + librdkafkaAuthFailed + `: token expired: at \S+ \(clock skew 30s\)` + librdkafkaAfter),
+			// Told the token's own expiry, librdkafka keeps the token
+			// to itself and poll raises.
+			refusedExpiredLocally: mustRE(`ValueError: Must supply an unexpired token: now=\d+ms, exp=\d+ms`),
 		},
 	},
 	{
@@ -733,6 +739,10 @@ func TestSASLOAuthBearer(t *testing.T) {
 			expired := saslCreds{mechanism: mechOAuthBearer,
 				token: e.issuer.token(t, sub, time.Now().Add(-time.Hour)), tokenExpiry: time.Now().Add(time.Minute)}
 			checkRefused(t, e, client, refusedExpired, e.addr, expired)
+			if _, ok := client.want[refusedExpiredLocally]; ok {
+				expired.tokenExpiry = time.Now().Add(-time.Hour)
+				checkRefused(t, e, client, refusedExpiredLocally, e.addr, expired)
+			}
 		})
 	}
 }

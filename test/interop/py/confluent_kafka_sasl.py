@@ -12,8 +12,8 @@ refuses a token whose expiry it is told has passed before sending it.
 A round trip produces every record, waits for every delivery report, then
 consumes the topic from the beginning in the group until it has as many
 records as it produced or the time runs out. "refused" sends one record and
-waits until librdkafka reports an error through error_cb (or the delivery
-fails, or the time runs out), and reports the first. The script prints one JSON object on stdout:
+waits until librdkafka reports an error through error_cb or poll raises
+one (or the delivery fails, or the time runs out), and reports the first. The script prints one JSON object on stdout:
 
   {"client": ..., "produced": N, "errors": [...], "consumed": [records]}
 
@@ -114,7 +114,11 @@ def refused(spec, deadline, result):
     producer = Producer(dict(client_config(spec, errors), **{"message.timeout.ms": 10000}))
     producer.produce(spec["topic"], key=b"k", value=b"v", on_delivery=report)
     while not errors and not result["produced"] and time.monotonic() < deadline:
-        producer.poll(0.1)
+        try:
+            producer.poll(0.1)
+        except Exception as e:  # noqa: BLE001 - what the application sees
+            # A token oauth_cb says has expired is refused by poll itself.
+            errors.append("%s: %s" % (type(e).__name__, e))
     # Only the first report is the refusal: librdkafka follows it with
     # _ALL_BROKERS_DOWN, and the purge below with the record's _PURGE_QUEUE.
     result["errors"] = errors[:1]

@@ -91,6 +91,15 @@ func (c *conn) authFrame(sz [4]byte, size int, h wire.RequestHeader) (bool, erro
 	case wire.KeySASLAuthenticate:
 		return true, c.saslAuthenticate(h, body)
 	}
+	if a.ex != nil {
+		// The client left its exchange half-way, as kafkajs does when it
+		// takes OAUTHBEARER's error status for success: that is a failed
+		// authentication, logged, counted and delayed as any other.
+		c.authFailed(fmt.Errorf("the client sent %s instead of the next message of its %s exchange",
+			wire.KeyName(h.Key), a.mech.Name()))
+		c.refuseUnauthenticated(h)
+		return true, errAuthFailed
+	}
 	c.refuseUnauthenticated(h)
 	c.log.Warn("closing the connection: the client sent a request before authenticating (is it configured for SASL?)",
 		"request", wire.KeyName(h.Key), "mechanisms", c.auth.names())

@@ -152,8 +152,19 @@ func TestSASLRawFlow(t *testing.T) {
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.Version = 3
 	av.ClientSoftwareName, av.ClientSoftwareVersion = "t", "1"
-	if r := c.roundTrip(av, 1).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 || len(r.ApiKeys) == 0 {
-		t.Fatalf("ApiVersions before authenticating: error %d, %d keys", r.ErrorCode, len(r.ApiKeys))
+	r0 := c.roundTrip(av, 1).(*kmsg.ApiVersionsResponse)
+	if r0.ErrorCode != 0 || len(r0.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions before authenticating: error %d, %d keys", r0.ErrorCode, len(r0.ApiKeys))
+	}
+	// The gateway answers SASL itself: it offers the versions it reads,
+	// v0 included (librdkafka needs it), whatever the broker lists.
+	offered := map[int16][2]int16{}
+	for _, k := range r0.ApiKeys {
+		offered[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	if offered[wire.KeySASLHandshake] != [2]int16{0, 1} || offered[wire.KeySASLAuthenticate] != [2]int16{0, 2} {
+		t.Errorf("ApiVersions offers SaslHandshake %v and SaslAuthenticate %v, want [0 1] and [0 2]",
+			offered[wire.KeySASLHandshake], offered[wire.KeySASLAuthenticate])
 	}
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "SCRAM-SHA-512"

@@ -215,6 +215,14 @@ func New(opts Options) (*VirtualCluster, error) {
 	// and, responses running in reverse, has the last word on them.
 	av := apiversions.New()
 	av.Limit = opts.VersionLimit
+	if opts.SASL != nil {
+		// The authentication stage answers these itself, at the versions
+		// it reads: offer them whether or not the broker has SASL on.
+		av.Offer = []kmsg.ApiVersionsResponseApiKey{
+			{ApiKey: wire.KeySASLHandshake, MinVersion: 0, MaxVersion: 1},
+			{ApiKey: wire.KeySASLAuthenticate, MinVersion: 0, MaxVersion: 2},
+		}
+	}
 	fs := append([]filter.Filter{av, addresses.New(v)}, opts.Filters...)
 	if v.chain, err = filter.NewChain(fs...); err != nil {
 		return nil, err

@@ -20,6 +20,12 @@ type Filter struct {
 	// cannot handle newer versions of some key uses it). It returns the
 	// highest version to offer, or -1 to drop the key.
 	Limit func(key, max int16) int16
+	// Offer lists keys the gateway answers itself (SaslHandshake and
+	// SaslAuthenticate, when it terminates SASL): each is offered at
+	// exactly its range whatever the broker says, since the broker never
+	// sees it (a broker without SASL does not list them, and clients
+	// that need them would refuse to authenticate).
+	Offer []kmsg.ApiVersionsResponseApiKey
 }
 
 // New returns the ApiVersions filter.
@@ -60,6 +66,9 @@ func (f *Filter) OnResponse(_ *filter.Context, resp *filter.Response) error {
 	}
 	keep := r.ApiKeys[:0]
 	for _, k := range r.ApiKeys {
+		if f.offered(k.ApiKey) {
+			continue // replaced below
+		}
 		max := wire.MaxVersion(k.ApiKey)
 		if max < 0 {
 			continue // a key Strait cannot frame
@@ -73,8 +82,17 @@ func (f *Filter) OnResponse(_ *filter.Context, resp *filter.Response) error {
 		}
 		keep = append(keep, k)
 	}
-	r.ApiKeys = keep
+	r.ApiKeys = append(keep, f.Offer...)
 	return nil
+}
+
+func (f *Filter) offered(key int16) bool {
+	for _, o := range f.Offer {
+		if o.ApiKey == key {
+			return true
+		}
+	}
+	return false
 }
 
 var (

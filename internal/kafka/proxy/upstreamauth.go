@@ -90,6 +90,12 @@ func (v *VirtualCluster) authenticateUpstream(ctx context.Context, c net.Conn, a
 			return fmt.Errorf("SASL %s toward broker %s: %w", m.Name(), addr, err)
 		}
 		if done {
+			if ar.SessionLifetimeMillis > 0 && v.log != nil {
+				// The gateway does not re-authenticate its broker
+				// connections yet: say so where it will matter.
+				v.log.Warn("the broker bounds the gateway's SASL sessions (connections.max.reauth.ms); connections it closes at the end of a session end their client's connection too",
+					"broker", addr, "session_lifetime", time.Duration(ar.SessionLifetimeMillis)*time.Millisecond)
+			}
 			return nil
 		}
 		msg = next

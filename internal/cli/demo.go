@@ -15,7 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/straitgw/strait/internal/auth/credstore"
 	"github.com/straitgw/strait/internal/devbroker"
 	"github.com/straitgw/strait/internal/devregistry"
 	"github.com/straitgw/strait/internal/kms/vault"
@@ -57,6 +59,21 @@ virtual_clusters:
               value: {schema: {strategy: topic-name}}
             - topics: ["events*"]
               value: {json: {}}
+  # The same cluster behind SASL: clients authenticate to the gateway (the
+  # demo user is in a credential store made for the demo), and may use
+  # only topics and groups named demo* (docs/security.md).
+  - name: demo-sasl
+    cluster: dev
+    listen: %[8]s
+    sasl:
+      mechanisms: [SCRAM-SHA-512, SCRAM-SHA-256, PLAIN]
+      credentials: %[9]q
+    filters:
+      - type: authorization
+        config:
+          rules:
+            - {effect: allow, principals: ["*"], resource: topic, names: ["demo*"], operations: [ALL]}
+            - {effect: allow, principals: ["*"], resource: group, names: ["demo*"], operations: [ALL]}
 llm:
   listeners:
     - {listen: %[4]s, protocols: [http1, h2c]}
@@ -71,6 +88,13 @@ llm:
     - {match: "claude-*", provider: anthropic-mock, models: [claude-sonnet-4-5]}
 `
 
+// The demo SASL listener's user and password: printed for the reader to
+// try, and they protect nothing.
+const (
+	demoUser     = "demo"
+	demoPassword = "strait-demo-password"
+)
+
 // demoKey is the demo config's gateway API key; it is printed for the
 // reader to try, and it protects nothing.
 const demoKey = "strait-demo-key"
@@ -80,6 +104,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:19092", "the gateway's bootstrap address; node N is served on its port+1+N")
 	brokerListen := fs.String("broker-listen", devbroker.DefaultListen, "the development cluster's first broker")
 	adminListen := fs.String("admin", "127.0.0.1:9190", "the admin listener (/metrics, /healthz, /readyz)")
+	saslListen := fs.String("sasl-listen", "127.0.0.1:21092", "the SASL listener's bootstrap address (SCRAM and PLAIN, user demo); node N on its port+1+N")
 	llmListen := fs.String("llm-listen", "127.0.0.1:8080", "the LLM gateway's listener (HTTP/1.1 and h2c)")
 	mockListen := fs.String("mock-listen", "127.0.0.1:8000", "the mock LLM provider behind the LLM gateway (both dialects)")
 	registryListen := fs.String("registry-listen", devregistry.DefaultListen, "the development schema registry (Confluent REST API)")
@@ -124,6 +149,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := vault.CreateKey(vaultDir, "demo-kek"); err != nil {
 		return fmt.Errorf("demo vault: %w", err)
 	}
+	// A credential store with the demo user, for the SASL listener.
+	users := filepath.Join(dir, "users.store")
+	if _, err := credstore.AddUser(users, demoUser, demoPassword, credstore.MinIterations); err != nil {
+		return fmt.Errorf("demo credential store: %w", err)
+	}
 	cfgPath := filepath.Join(dir, "demo.yaml")
 	quoted := ""
 	for i, a := range broker.Addrs() {
@@ -132,7 +162,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		quoted += strconv.Quote(a)
 	}
-	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"), vaultDir, reg.URL())
+	yml := fmt.Sprintf(demoConfig, quoted, *listen, *adminListen, *llmListen, strings.TrimPrefix(mockURL, "http://"), vaultDir, reg.URL(), *saslListen, users)
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
 		return err
 	}
@@ -154,6 +184,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  development cluster: %d brokers at %v\n", len(broker.Addrs()), broker.Addrs())
 	fmt.Fprintf(stdout, "  gateway bootstrap:   %s (brokers appear as %s:%d-%d)\n", *listen, vc.AdvertisedHost(), first, last)
 	fmt.Fprintf(stdout, "  LLM gateway:         http://%s (OpenAI and Anthropic APIs; gpt-* and claude-* go to a mock provider at %s)\n", *llmListen, mockURL)
+	fmt.Fprintf(stdout, "  SASL listener:       %s (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN; user %s, password %s; topics and groups demo* only)\n", *saslListen, demoUser, demoPassword)
 	fmt.Fprintf(stdout, "  schema registry:     %s (record validation of orders* and events*)\n", reg.URL())
 	fmt.Fprintf(stdout, "  admin:               http://%s/metrics  /healthz  /readyz\n", *adminListen)
 	fmt.Fprintf(stdout, "  config:              %s\n\n", cfgPath)
@@ -173,6 +204,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stdout, "Validation self-check: a JSON record to \"events-demo\" went through; a broken one was refused with INVALID_RECORD.\n")
 	}
+	if err := saslSelfCheck(ctx, *saslListen); err != nil {
+		fmt.Fprintf(stdout, "SASL self-check FAILED: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "SASL self-check: user %s authenticated with SCRAM-SHA-512 and produced to \"demo-sasl\"; producing to \"other\" was refused with TOPIC_AUTHORIZATION_FAILED.\n", demoUser)
+	}
 	if err := llmSelfCheck(ctx, "http://"+*llmListen); err != nil {
 		fmt.Fprintf(stdout, "LLM self-check FAILED: %v\n\n", err)
 	} else {
@@ -187,6 +223,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  kcat -b %s -t secure-orders -C -e              # the broker itself: ciphertext\n", broker.Addrs()[0])
 	fmt.Fprintf(stdout, "  echo '{\"ok\":true}' | kcat -b %s -t events-demo -P     # valid JSON: accepted\n", *listen)
 	fmt.Fprintf(stdout, "  echo '{broken' | kcat -b %s -t events-demo -P          # refused: Broker: Broker failed to validate record\n", *listen)
+	fmt.Fprintf(stdout, "  echo hi | kcat -b %s -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=%s -X sasl.password=%s -t demo-sasl -P\n", *saslListen, demoUser, demoPassword)
+	fmt.Fprintf(stdout, "  echo hi | kcat -b %s -X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=%s -X sasl.password=%s -t other -P   # refused: Topic authorization failed\n", *saslListen, demoUser, demoPassword)
 	fmt.Fprintf(stdout, "  curl -s http://%s/metrics | grep strait_kafka_requests_total\n", *adminListen)
 	fmt.Fprintf(stdout, "  curl -s http://%s/v1/chat/completions -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n", *llmListen, demoKey)
 	fmt.Fprintf(stdout, "       -d '{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'\n")
@@ -227,6 +265,28 @@ func selfCheck(ctx context.Context, bootstrap string) error {
 				seen++
 			}
 		})
+	}
+	return nil
+}
+
+// saslSelfCheck authenticates as the demo user with SCRAM-SHA-512 on the
+// SASL listener, produces to a demo* topic, and checks that a topic outside
+// demo* is refused with TOPIC_AUTHORIZATION_FAILED.
+func saslSelfCheck(ctx context.Context, bootstrap string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.AllowAutoTopicCreation(), kgo.RecordRetries(1),
+		kgo.SASL(scram.Auth{User: demoUser, Pass: demoPassword}.AsSha512Mechanism()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "demo-sasl", Value: []byte("self-check")}).FirstErr(); err != nil {
+		return fmt.Errorf("producing to demo-sasl as %s: %w", demoUser, err)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "other", Value: []byte("self-check")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		return fmt.Errorf("producing to other as %s: got %v, want TOPIC_AUTHORIZATION_FAILED", demoUser, err)
 	}
 	return nil
 }

@@ -173,6 +173,7 @@ func TestDemo(t *testing.T) {
 		"LLM self-check: an OpenAI-dialect request for claude-sonnet-4-5 was translated",
 		"Encryption self-check: a record produced to \"secure-demo\" reads back as plaintext",
 		"Validation self-check: a JSON record to \"events-demo\" went through; a broken one was refused with INVALID_RECORD.",
+		"SASL self-check: user demo authenticated with SCRAM-SHA-512 and produced to \"demo-sasl\"",
 		"schema registry:     http://" + addr(llmPort+2),
 		"curl -s http://" + addr(llmPort) + "/v1/chat/completions",
 		"kcat -b " + addr(listen) + " -L",

@@ -1,5 +1,0 @@
-//go:build !race
-
-package sasl_test
-
-const raceEnabled = false

@@ -20,32 +20,11 @@ func checkListOffsets(a *call) error {
 		return errWrongBody(keyListOffsets, a.req.Body)
 	}
 	var refused []kmsg.ListOffsetsResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opDescribe) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, listOffsetsError(t, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrListOffsetsResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if l, ok := resp.(*kmsg.ListOffsetsResponse); ok {
-			l.Topics = append(l.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.ListOffsetsRequestTopic) int16 {
+		return a.topicCode(t.Topic, opDescribe)
+	}, listOffsetsError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrListOffsetsResponse,
+		func(r *kmsg.ListOffsetsResponse) *[]kmsg.ListOffsetsResponseTopic { return &r.Topics })
 }
 
 func listOffsetsError(t kmsg.ListOffsetsRequestTopic, code int16) kmsg.ListOffsetsResponseTopic {
@@ -67,9 +46,7 @@ func refuseListOffsets(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrListOffsetsResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, listOffsetsError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, listOffsetsError)
 	return resp, nil
 }
 
@@ -86,32 +63,11 @@ func checkOffsetForLeaderEpoch(a *call) error {
 		return respondWith(a, refuseOffsetForLeaderEpoch, kerr.ClusterAuthorizationFailed.Code)
 	}
 	var refused []kmsg.OffsetForLeaderEpochResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opDescribe) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, leaderEpochError(t, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if o, ok := resp.(*kmsg.OffsetForLeaderEpochResponse); ok {
-			o.Topics = append(o.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) int16 {
+		return a.topicCode(t.Topic, opDescribe)
+	}, leaderEpochError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetForLeaderEpochResponse,
+		func(r *kmsg.OffsetForLeaderEpochResponse) *[]kmsg.OffsetForLeaderEpochResponseTopic { return &r.Topics })
 }
 
 func leaderEpochError(t kmsg.OffsetForLeaderEpochRequestTopic, code int16) kmsg.OffsetForLeaderEpochResponseTopic {
@@ -132,9 +88,7 @@ func refuseOffsetForLeaderEpoch(req kmsg.Request, code int16) (kmsg.Response, er
 	}
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, leaderEpochError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, leaderEpochError)
 	return resp, nil
 }
 
@@ -145,32 +99,11 @@ func checkDeleteRecords(a *call) error {
 		return errWrongBody(keyDeleteRecords, a.req.Body)
 	}
 	var refused []kmsg.DeleteRecordsResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opDelete) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, deleteRecordsError(t, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrDeleteRecordsResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if d, ok := resp.(*kmsg.DeleteRecordsResponse); ok {
-			d.Topics = append(d.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.DeleteRecordsRequestTopic) int16 {
+		return a.topicCode(t.Topic, opDelete)
+	}, deleteRecordsError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrDeleteRecordsResponse,
+		func(r *kmsg.DeleteRecordsResponse) *[]kmsg.DeleteRecordsResponseTopic { return &r.Topics })
 }
 
 func deleteRecordsError(t kmsg.DeleteRecordsRequestTopic, code int16) kmsg.DeleteRecordsResponseTopic {
@@ -189,9 +122,7 @@ func refuseDeleteRecords(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrDeleteRecordsResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, deleteRecordsError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, deleteRecordsError)
 	return resp, nil
 }
 
@@ -202,32 +133,11 @@ func checkDescribeProducers(a *call) error {
 		return errWrongBody(keyDescribeProducers, a.req.Body)
 	}
 	var refused []kmsg.DescribeProducersResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opRead) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, describeProducersError(t, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrDescribeProducersResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if d, ok := resp.(*kmsg.DescribeProducersResponse); ok {
-			d.Topics = append(d.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.DescribeProducersRequestTopic) int16 {
+		return a.topicCode(t.Topic, opRead)
+	}, describeProducersError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrDescribeProducersResponse,
+		func(r *kmsg.DescribeProducersResponse) *[]kmsg.DescribeProducersResponseTopic { return &r.Topics })
 }
 
 func describeProducersError(t kmsg.DescribeProducersRequestTopic, code int16) kmsg.DescribeProducersResponseTopic {
@@ -250,8 +160,6 @@ func refuseDescribeProducers(req kmsg.Request, code int16) (kmsg.Response, error
 	}
 	resp := kmsg.NewPtrDescribeProducersResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, describeProducersError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, describeProducersError)
 	return resp, nil
 }

@@ -27,36 +27,11 @@ func checkOffsetCommit(a *call) error {
 		return respondWith(a, refuseOffsetCommit, kerr.GroupAuthorizationFailed.Code)
 	}
 	var refused []kmsg.OffsetCommitResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		name, code := a.topicName(r.Version, 10, t.Topic, t.TopicID)
-		if code == 0 && a.may(resTopic, name, opRead) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		if code == 0 {
-			code = kerr.TopicAuthorizationFailed.Code
-		}
-		refused = append(refused, offsetCommitError(t, code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrOffsetCommitResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if o, ok := resp.(*kmsg.OffsetCommitResponse); ok {
-			o.Topics = append(o.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.OffsetCommitRequestTopic) int16 {
+		return a.topicIDCode(r.Version, 10, t.Topic, t.TopicID, opRead)
+	}, offsetCommitError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetCommitResponse,
+		func(resp *kmsg.OffsetCommitResponse) *[]kmsg.OffsetCommitResponseTopic { return &resp.Topics })
 }
 
 func offsetCommitError(t kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
@@ -77,9 +52,7 @@ func refuseOffsetCommit(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, offsetCommitError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, offsetCommitError)
 	return resp, nil
 }
 
@@ -118,21 +91,12 @@ func checkOffsetFetch(a *call) error {
 		if g.Topics == nil {
 			allTopics[g.Group] = true
 		}
-		n := 0
-		for _, t := range g.Topics {
-			name, code := a.topicName(r.Version, 10, t.Topic, t.TopicID)
-			if code == 0 && a.may(resTopic, name, opDescribe) {
-				g.Topics[n] = t
-				n++
-				continue
-			}
-			if code == 0 {
-				code = kerr.TopicAuthorizationFailed.Code
-			}
-			refusedTopics[g.Group] = append(refusedTopics[g.Group], offsetFetchGroupTopicError(t, code))
-		}
-		if g.Topics != nil {
-			g.Topics = g.Topics[:n]
+		var refused []kmsg.OffsetFetchResponseGroupTopic
+		g.Topics, refused = splitRefused(g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) int16 {
+			return a.topicIDCode(r.Version, 10, t.Topic, t.TopicID, opDescribe)
+		}, offsetFetchGroupTopicError)
+		if len(refused) > 0 {
+			refusedTopics[g.Group] = append(refusedTopics[g.Group], refused...)
 		}
 		r.Groups[ng] = g
 		ng++
@@ -199,32 +163,11 @@ func checkOffsetFetchOne(a *call, r *kmsg.OffsetFetchRequest) error {
 		return nil
 	}
 	var refused []kmsg.OffsetFetchResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opDescribe) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, offsetFetchTopicError(t, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrOffsetFetchResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if o, ok := resp.(*kmsg.OffsetFetchResponse); ok {
-			o.Topics = append(o.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.OffsetFetchRequestTopic) int16 {
+		return a.topicCode(t.Topic, opDescribe)
+	}, offsetFetchTopicError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetFetchResponse,
+		func(resp *kmsg.OffsetFetchResponse) *[]kmsg.OffsetFetchResponseTopic { return &resp.Topics })
 }
 
 // The entry of a refused partition: no offset, no metadata.
@@ -270,13 +213,9 @@ func refuseOffsetFetch(req kmsg.Request, code int16) (kmsg.Response, error) {
 	resp.ErrorCode = code
 	switch {
 	case r.Version >= 8:
-		for _, g := range r.Groups {
-			resp.Groups = append(resp.Groups, offsetFetchGroupError(g, code))
-		}
+		resp.Groups = refusals(r.Groups, code, offsetFetchGroupError)
 	case r.Version < 2:
-		for _, t := range r.Topics {
-			resp.Topics = append(resp.Topics, offsetFetchTopicError(t, code))
-		}
+		resp.Topics = refusals(r.Topics, code, offsetFetchTopicError)
 	}
 	return resp, nil
 }
@@ -292,37 +231,20 @@ func checkOffsetDelete(a *call) error {
 		return respondWith(a, refuseOffsetDelete, kerr.GroupAuthorizationFailed.Code)
 	}
 	var refused []kmsg.OffsetDeleteResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opRead) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.TopicAuthorizationFailed.Code})
-		}
-		refused = append(refused, rt)
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.OffsetDeleteRequestTopic) int16 {
+		return a.topicCode(t.Topic, opRead)
+	}, offsetDeleteTopicError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetDeleteResponse,
+		func(resp *kmsg.OffsetDeleteResponse) *[]kmsg.OffsetDeleteResponseTopic { return &resp.Topics })
+}
+
+func offsetDeleteTopicError(t kmsg.OffsetDeleteRequestTopic, code int16) kmsg.OffsetDeleteResponseTopic {
+	rt := kmsg.NewOffsetDeleteResponseTopic()
+	rt.Topic = t.Topic
+	for _, p := range t.Partitions {
+		rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrOffsetDeleteResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if o, ok := resp.(*kmsg.OffsetDeleteResponse); ok {
-			o.Topics = append(o.Topics, refused...)
-		}
-	})
-	return nil
+	return rt
 }
 
 func refuseOffsetDelete(req kmsg.Request, code int16) (kmsg.Response, error) {

@@ -24,7 +24,7 @@ func checkListOffsets(a *call) error {
 		return a.topicCode(t.Topic, opDescribe)
 	}, listOffsetsError)
 	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrListOffsetsResponse,
-		func(r *kmsg.ListOffsetsResponse) *[]kmsg.ListOffsetsResponseTopic { return &r.Topics })
+		func(resp *kmsg.ListOffsetsResponse) *[]kmsg.ListOffsetsResponseTopic { return &resp.Topics })
 }
 
 func listOffsetsError(t kmsg.ListOffsetsRequestTopic, code int16) kmsg.ListOffsetsResponseTopic {
@@ -67,7 +67,7 @@ func checkOffsetForLeaderEpoch(a *call) error {
 		return a.topicCode(t.Topic, opDescribe)
 	}, leaderEpochError)
 	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetForLeaderEpochResponse,
-		func(r *kmsg.OffsetForLeaderEpochResponse) *[]kmsg.OffsetForLeaderEpochResponseTopic { return &r.Topics })
+		func(resp *kmsg.OffsetForLeaderEpochResponse) *[]kmsg.OffsetForLeaderEpochResponseTopic { return &resp.Topics })
 }
 
 func leaderEpochError(t kmsg.OffsetForLeaderEpochRequestTopic, code int16) kmsg.OffsetForLeaderEpochResponseTopic {
@@ -103,7 +103,7 @@ func checkDeleteRecords(a *call) error {
 		return a.topicCode(t.Topic, opDelete)
 	}, deleteRecordsError)
 	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrDeleteRecordsResponse,
-		func(r *kmsg.DeleteRecordsResponse) *[]kmsg.DeleteRecordsResponseTopic { return &r.Topics })
+		func(resp *kmsg.DeleteRecordsResponse) *[]kmsg.DeleteRecordsResponseTopic { return &resp.Topics })
 }
 
 func deleteRecordsError(t kmsg.DeleteRecordsRequestTopic, code int16) kmsg.DeleteRecordsResponseTopic {
@@ -137,7 +137,7 @@ func checkDescribeProducers(a *call) error {
 		return a.topicCode(t.Topic, opRead)
 	}, describeProducersError)
 	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrDescribeProducersResponse,
-		func(r *kmsg.DescribeProducersResponse) *[]kmsg.DescribeProducersResponseTopic { return &r.Topics })
+		func(resp *kmsg.DescribeProducersResponse) *[]kmsg.DescribeProducersResponseTopic { return &resp.Topics })
 }
 
 func describeProducersError(t kmsg.DescribeProducersRequestTopic, code int16) kmsg.DescribeProducersResponseTopic {

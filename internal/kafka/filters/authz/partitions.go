@@ -67,7 +67,9 @@ func checkOffsetForLeaderEpoch(a *call) error {
 		return a.topicCode(t.Topic, opDescribe)
 	}, leaderEpochError)
 	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrOffsetForLeaderEpochResponse,
-		func(resp *kmsg.OffsetForLeaderEpochResponse) *[]kmsg.OffsetForLeaderEpochResponseTopic { return &resp.Topics })
+		func(resp *kmsg.OffsetForLeaderEpochResponse) *[]kmsg.OffsetForLeaderEpochResponseTopic {
+			return &resp.Topics
+		})
 }
 
 func leaderEpochError(t kmsg.OffsetForLeaderEpochRequestTopic, code int16) kmsg.OffsetForLeaderEpochResponseTopic {

@@ -110,9 +110,7 @@ func refuseAddPartitionsToTxn(req kmsg.Request, code int16) (kmsg.Response, erro
 	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
 	resp.Version = r.Version
 	resp.ErrorCode = code // v4+
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, addPartitionsError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, addPartitionsError)
 	return resp, nil
 }
 
@@ -176,36 +174,11 @@ func checkTxnOffsetCommit(a *call) error {
 		return respondWith(a, refuseTxnOffsetCommit, kerr.GroupAuthorizationFailed.Code)
 	}
 	var refused []kmsg.TxnOffsetCommitResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		name, code := a.topicName(r.Version, 6, t.Topic, t.TopicID)
-		if code == 0 && a.may(resTopic, name, opRead) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		if code == 0 {
-			code = kerr.TopicAuthorizationFailed.Code
-		}
-		refused = append(refused, txnOffsetCommitError(t, code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrTxnOffsetCommitResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if o, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok {
-			o.Topics = append(o.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) int16 {
+		return a.topicIDCode(r.Version, 6, t.Topic, t.TopicID, opRead)
+	}, txnOffsetCommitError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrTxnOffsetCommitResponse,
+		func(resp *kmsg.TxnOffsetCommitResponse) *[]kmsg.TxnOffsetCommitResponseTopic { return &resp.Topics })
 }
 
 func txnOffsetCommitError(t kmsg.TxnOffsetCommitRequestTopic, code int16) kmsg.TxnOffsetCommitResponseTopic {
@@ -224,9 +197,7 @@ func refuseTxnOffsetCommit(req kmsg.Request, code int16) (kmsg.Response, error) 
 	}
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, txnOffsetCommitError(t, code))
-	}
+	resp.Topics = refusals(r.Topics, code, txnOffsetCommitError)
 	return resp, nil
 }
 
@@ -239,17 +210,13 @@ func checkDescribeTransactions(a *call) error {
 		return errWrongBody(keyDescribeTransactions, a.req.Body)
 	}
 	var refused []kmsg.DescribeTransactionsResponseTransactionState
-	n := 0
-	for _, id := range r.TransactionalIDs {
+	r.TransactionalIDs, refused = splitRefused(r.TransactionalIDs, func(id string) int16 {
 		if a.may(resTransactionalID, id, opDescribe) {
-			r.TransactionalIDs[n] = id
-			n++
-			continue
+			return 0
 		}
-		refused = append(refused, describeTxnError(id, kerr.TransactionalIDAuthorizationFailed.Code))
-	}
-	r.TransactionalIDs = r.TransactionalIDs[:n]
-	if n == 0 && len(refused) > 0 {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}, describeTxnError)
+	if len(r.TransactionalIDs) == 0 && len(refused) > 0 {
 		resp := kmsg.NewPtrDescribeTransactionsResponse()
 		resp.TransactionStates = refused
 		a.respond(resp)
@@ -286,9 +253,7 @@ func refuseDescribeTransactions(req kmsg.Request, code int16) (kmsg.Response, er
 	}
 	resp := kmsg.NewPtrDescribeTransactionsResponse()
 	resp.Version = r.Version
-	for _, id := range r.TransactionalIDs {
-		resp.TransactionStates = append(resp.TransactionStates, describeTxnError(id, code))
-	}
+	resp.TransactionStates = refusals(r.TransactionalIDs, code, describeTxnError)
 	return resp, nil
 }
 

@@ -135,10 +135,6 @@ func checkDeleteTopics(a *call) error {
 			n++
 		}
 	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
 	r.Topics = r.Topics[:n]
 	return answerDeleteTopics(a, n, refused)
 }
@@ -146,38 +142,17 @@ func checkDeleteTopics(a *call) error {
 // checkDeleteTopicNames is DeleteTopics before v6: names only.
 func checkDeleteTopicNames(a *call, r *kmsg.DeleteTopicsRequest) error {
 	var refused []kmsg.DeleteTopicsResponseTopic
-	n := 0
-	for _, name := range r.TopicNames {
-		if a.may(resTopic, name, opDelete) {
-			r.TopicNames[n] = name
-			n++
-			continue
-		}
-		refused = append(refused, deleteTopicError(&name, [16]byte{}, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.TopicNames = r.TopicNames[:n]
-	return answerDeleteTopics(a, n, refused)
+	r.TopicNames, refused = splitRefused(r.TopicNames, func(name string) int16 {
+		return a.topicCode(name, opDelete)
+	}, deleteTopicNameError)
+	return answerDeleteTopics(a, len(r.TopicNames), refused)
 }
 
-// answerDeleteTopics answers at once when no topic is left to delete, or
-// adds the refused topics to the broker's answer.
+// answerDeleteTopics is answerRefused for DeleteTopics, whose topics are
+// names before v6 and entries from it.
 func answerDeleteTopics(a *call, left int, refused []kmsg.DeleteTopicsResponseTopic) error {
-	if left == 0 {
-		resp := kmsg.NewPtrDeleteTopicsResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if d, ok := resp.(*kmsg.DeleteTopicsResponse); ok {
-			d.Topics = append(d.Topics, refused...)
-		}
-	})
-	return nil
+	return answerRefused(a, left, refused, kmsg.NewPtrDeleteTopicsResponse,
+		func(resp *kmsg.DeleteTopicsResponse) *[]kmsg.DeleteTopicsResponseTopic { return &resp.Topics })
 }
 
 func deleteTopicError(name *string, id [16]byte, code int16) kmsg.DeleteTopicsResponseTopic {
@@ -188,6 +163,11 @@ func deleteTopicError(name *string, id [16]byte, code int16) kmsg.DeleteTopicsRe
 	return t
 }
 
+// deleteTopicNameError is the error entry of a topic named before v6.
+func deleteTopicNameError(name string, code int16) kmsg.DeleteTopicsResponseTopic {
+	return deleteTopicError(&name, [16]byte{}, code)
+}
+
 func refuseDeleteTopics(req kmsg.Request, code int16) (kmsg.Response, error) {
 	r, ok := req.(*kmsg.DeleteTopicsRequest)
 	if !ok {
@@ -195,9 +175,7 @@ func refuseDeleteTopics(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	resp.Version = r.Version
-	for _, name := range r.TopicNames {
-		resp.Topics = append(resp.Topics, deleteTopicError(&name, [16]byte{}, code))
-	}
+	resp.Topics = refusals(r.TopicNames, code, deleteTopicNameError)
 	for _, t := range r.Topics {
 		resp.Topics = append(resp.Topics, deleteTopicError(t.Topic, t.TopicID, code))
 	}
@@ -211,37 +189,16 @@ func checkCreatePartitions(a *call) error {
 		return errWrongBody(keyCreatePartitions, a.req.Body)
 	}
 	var refused []kmsg.CreatePartitionsResponseTopic
-	n := 0
-	for _, t := range r.Topics {
-		if a.may(resTopic, t.Topic, opAlter) {
-			r.Topics[n] = t
-			n++
-			continue
-		}
-		refused = append(refused, createPartitionsError(t.Topic, kerr.TopicAuthorizationFailed.Code))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Topics = r.Topics[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrCreatePartitionsResponse()
-		resp.Topics = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if c, ok := resp.(*kmsg.CreatePartitionsResponse); ok {
-			c.Topics = append(c.Topics, refused...)
-		}
-	})
-	return nil
+	r.Topics, refused = splitRefused(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) int16 {
+		return a.topicCode(t.Topic, opAlter)
+	}, createPartitionsError)
+	return answerRefused(a, len(r.Topics), refused, kmsg.NewPtrCreatePartitionsResponse,
+		func(resp *kmsg.CreatePartitionsResponse) *[]kmsg.CreatePartitionsResponseTopic { return &resp.Topics })
 }
 
-func createPartitionsError(name string, code int16) kmsg.CreatePartitionsResponseTopic {
+func createPartitionsError(rt kmsg.CreatePartitionsRequestTopic, code int16) kmsg.CreatePartitionsResponseTopic {
 	t := kmsg.NewCreatePartitionsResponseTopic()
-	t.Topic, t.ErrorCode = name, code
+	t.Topic, t.ErrorCode = rt.Topic, code
 	msg := kerr.ErrorForCode(code).Error()
 	t.ErrorMessage = &msg
 	return t
@@ -254,9 +211,7 @@ func refuseCreatePartitions(req kmsg.Request, code int16) (kmsg.Response, error)
 	}
 	resp := kmsg.NewPtrCreatePartitionsResponse()
 	resp.Version = r.Version
-	for _, t := range r.Topics {
-		resp.Topics = append(resp.Topics, createPartitionsError(t.Topic, code))
-	}
+	resp.Topics = refusals(r.Topics, code, createPartitionsError)
 	return resp, nil
 }
 
@@ -292,37 +247,18 @@ func checkDescribeConfigs(a *call) error {
 		return errWrongBody(keyDescribeConfigs, a.req.Body)
 	}
 	var refused []kmsg.DescribeConfigsResponseResource
-	n := 0
-	for _, res := range r.Resources {
-		if code := configResource(a, res.ResourceType, res.ResourceName, opDescribeConfigs); code != 0 {
-			refused = append(refused, describeConfigsError(res.ResourceType, res.ResourceName, code))
-			continue
-		}
-		r.Resources[n] = res
-		n++
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Resources = r.Resources[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrDescribeConfigsResponse()
-		resp.Resources = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if d, ok := resp.(*kmsg.DescribeConfigsResponse); ok {
-			d.Resources = append(d.Resources, refused...)
-		}
-	})
-	return nil
+	r.Resources, refused = splitRefused(r.Resources, func(res kmsg.DescribeConfigsRequestResource) int16 {
+		return configResource(a, res.ResourceType, res.ResourceName, opDescribeConfigs)
+	}, describeConfigsError)
+	return answerRefused(a, len(r.Resources), refused, kmsg.NewPtrDescribeConfigsResponse,
+		func(resp *kmsg.DescribeConfigsResponse) *[]kmsg.DescribeConfigsResponseResource {
+			return &resp.Resources
+		})
 }
 
-func describeConfigsError(typ kmsg.ConfigResourceType, name string, code int16) kmsg.DescribeConfigsResponseResource {
+func describeConfigsError(res kmsg.DescribeConfigsRequestResource, code int16) kmsg.DescribeConfigsResponseResource {
 	r := kmsg.NewDescribeConfigsResponseResource()
-	r.ResourceType, r.ResourceName, r.ErrorCode = typ, name, code
+	r.ResourceType, r.ResourceName, r.ErrorCode = res.ResourceType, res.ResourceName, code
 	msg := kerr.ErrorForCode(code).Error()
 	r.ErrorMessage = &msg
 	r.Configs = []kmsg.DescribeConfigsResponseResourceConfig{}
@@ -336,9 +272,7 @@ func refuseDescribeConfigs(req kmsg.Request, code int16) (kmsg.Response, error) 
 	}
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	resp.Version = r.Version
-	for _, res := range r.Resources {
-		resp.Resources = append(resp.Resources, describeConfigsError(res.ResourceType, res.ResourceName, code))
-	}
+	resp.Resources = refusals(r.Resources, code, describeConfigsError)
 	return resp, nil
 }
 
@@ -349,37 +283,16 @@ func checkAlterConfigs(a *call) error {
 		return errWrongBody(keyAlterConfigs, a.req.Body)
 	}
 	var refused []kmsg.AlterConfigsResponseResource
-	n := 0
-	for _, res := range r.Resources {
-		if code := configResource(a, res.ResourceType, res.ResourceName, opAlterConfigs); code != 0 {
-			refused = append(refused, alterConfigsError(res.ResourceType, res.ResourceName, code))
-			continue
-		}
-		r.Resources[n] = res
-		n++
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Resources = r.Resources[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrAlterConfigsResponse()
-		resp.Resources = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if ac, ok := resp.(*kmsg.AlterConfigsResponse); ok {
-			ac.Resources = append(ac.Resources, refused...)
-		}
-	})
-	return nil
+	r.Resources, refused = splitRefused(r.Resources, func(res kmsg.AlterConfigsRequestResource) int16 {
+		return configResource(a, res.ResourceType, res.ResourceName, opAlterConfigs)
+	}, alterConfigsError)
+	return answerRefused(a, len(r.Resources), refused, kmsg.NewPtrAlterConfigsResponse,
+		func(resp *kmsg.AlterConfigsResponse) *[]kmsg.AlterConfigsResponseResource { return &resp.Resources })
 }
 
-func alterConfigsError(typ kmsg.ConfigResourceType, name string, code int16) kmsg.AlterConfigsResponseResource {
+func alterConfigsError(res kmsg.AlterConfigsRequestResource, code int16) kmsg.AlterConfigsResponseResource {
 	r := kmsg.NewAlterConfigsResponseResource()
-	r.ResourceType, r.ResourceName, r.ErrorCode = typ, name, code
+	r.ResourceType, r.ResourceName, r.ErrorCode = res.ResourceType, res.ResourceName, code
 	msg := kerr.ErrorForCode(code).Error()
 	r.ErrorMessage = &msg
 	return r
@@ -392,9 +305,7 @@ func refuseAlterConfigs(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrAlterConfigsResponse()
 	resp.Version = r.Version
-	for _, res := range r.Resources {
-		resp.Resources = append(resp.Resources, alterConfigsError(res.ResourceType, res.ResourceName, code))
-	}
+	resp.Resources = refusals(r.Resources, code, alterConfigsError)
 	return resp, nil
 }
 
@@ -405,37 +316,18 @@ func checkIncrementalAlterConfigs(a *call) error {
 		return errWrongBody(keyIncrementalAlterConfigs, a.req.Body)
 	}
 	var refused []kmsg.IncrementalAlterConfigsResponseResource
-	n := 0
-	for _, res := range r.Resources {
-		if code := configResource(a, res.ResourceType, res.ResourceName, opAlterConfigs); code != 0 {
-			refused = append(refused, incrementalAlterError(res.ResourceType, res.ResourceName, code))
-			continue
-		}
-		r.Resources[n] = res
-		n++
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Resources = r.Resources[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
-		resp.Resources = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if ac, ok := resp.(*kmsg.IncrementalAlterConfigsResponse); ok {
-			ac.Resources = append(ac.Resources, refused...)
-		}
-	})
-	return nil
+	r.Resources, refused = splitRefused(r.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) int16 {
+		return configResource(a, res.ResourceType, res.ResourceName, opAlterConfigs)
+	}, incrementalAlterError)
+	return answerRefused(a, len(r.Resources), refused, kmsg.NewPtrIncrementalAlterConfigsResponse,
+		func(resp *kmsg.IncrementalAlterConfigsResponse) *[]kmsg.IncrementalAlterConfigsResponseResource {
+			return &resp.Resources
+		})
 }
 
-func incrementalAlterError(typ kmsg.ConfigResourceType, name string, code int16) kmsg.IncrementalAlterConfigsResponseResource {
+func incrementalAlterError(res kmsg.IncrementalAlterConfigsRequestResource, code int16) kmsg.IncrementalAlterConfigsResponseResource {
 	r := kmsg.NewIncrementalAlterConfigsResponseResource()
-	r.ResourceType, r.ResourceName, r.ErrorCode = typ, name, code
+	r.ResourceType, r.ResourceName, r.ErrorCode = res.ResourceType, res.ResourceName, code
 	msg := kerr.ErrorForCode(code).Error()
 	r.ErrorMessage = &msg
 	return r
@@ -448,8 +340,6 @@ func refuseIncrementalAlterConfigs(req kmsg.Request, code int16) (kmsg.Response,
 	}
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
 	resp.Version = r.Version
-	for _, res := range r.Resources {
-		resp.Resources = append(resp.Resources, incrementalAlterError(res.ResourceType, res.ResourceName, code))
-	}
+	resp.Resources = refusals(r.Resources, code, incrementalAlterError)
 	return resp, nil
 }

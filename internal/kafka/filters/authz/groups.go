@@ -28,28 +28,24 @@ const (
 	coordinatorTransaction int8 = 1
 )
 
-// groupRead answers the request with refuse's GROUP_AUTHORIZATION_FAILED
-// unless the principal may READ group: what a member of a group does
-// (join, sync, heartbeat, leave) needs READ on it.
-func groupRead(a *call, group string, refuse func(kmsg.Request, int16) (kmsg.Response, error)) error {
-	if a.may(resGroup, group, opRead) {
-		a.req.Unchanged()
-		return nil
+// groupRead answers a request of key, of type R, with refuse's
+// GROUP_AUTHORIZATION_FAILED unless the principal may READ the group it
+// names: what a member of a group does (join, sync, heartbeat, leave)
+// needs READ on it.
+func groupRead[R kmsg.Request](a *call, key int16, group func(R) string, refuse func(kmsg.Request, int16) (kmsg.Response, error)) error {
+	r, ok := a.req.Body.(R)
+	if !ok {
+		return errWrongBody(key, a.req.Body)
 	}
-	resp, err := refuse(a.req.Body, kerr.GroupAuthorizationFailed.Code)
-	if err != nil {
-		return err
+	if !a.may(resGroup, group(r), opRead) {
+		return respondWith(a, refuse, kerr.GroupAuthorizationFailed.Code)
 	}
-	a.respond(resp)
+	a.req.Unchanged()
 	return nil
 }
 
 func checkJoinGroup(a *call) error {
-	r, ok := a.req.Body.(*kmsg.JoinGroupRequest)
-	if !ok {
-		return errWrongBody(keyJoinGroup, a.req.Body)
-	}
-	return groupRead(a, r.Group, refuseJoinGroup)
+	return groupRead(a, keyJoinGroup, func(r *kmsg.JoinGroupRequest) string { return r.Group }, refuseJoinGroup)
 }
 
 func refuseJoinGroup(req kmsg.Request, code int16) (kmsg.Response, error) {
@@ -64,11 +60,7 @@ func refuseJoinGroup(req kmsg.Request, code int16) (kmsg.Response, error) {
 }
 
 func checkSyncGroup(a *call) error {
-	r, ok := a.req.Body.(*kmsg.SyncGroupRequest)
-	if !ok {
-		return errWrongBody(keySyncGroup, a.req.Body)
-	}
-	return groupRead(a, r.Group, refuseSyncGroup)
+	return groupRead(a, keySyncGroup, func(r *kmsg.SyncGroupRequest) string { return r.Group }, refuseSyncGroup)
 }
 
 func refuseSyncGroup(req kmsg.Request, code int16) (kmsg.Response, error) {
@@ -79,11 +71,7 @@ func refuseSyncGroup(req kmsg.Request, code int16) (kmsg.Response, error) {
 }
 
 func checkHeartbeat(a *call) error {
-	r, ok := a.req.Body.(*kmsg.HeartbeatRequest)
-	if !ok {
-		return errWrongBody(keyHeartbeat, a.req.Body)
-	}
-	return groupRead(a, r.Group, refuseHeartbeat)
+	return groupRead(a, keyHeartbeat, func(r *kmsg.HeartbeatRequest) string { return r.Group }, refuseHeartbeat)
 }
 
 func refuseHeartbeat(req kmsg.Request, code int16) (kmsg.Response, error) {
@@ -94,11 +82,7 @@ func refuseHeartbeat(req kmsg.Request, code int16) (kmsg.Response, error) {
 }
 
 func checkLeaveGroup(a *call) error {
-	r, ok := a.req.Body.(*kmsg.LeaveGroupRequest)
-	if !ok {
-		return errWrongBody(keyLeaveGroup, a.req.Body)
-	}
-	return groupRead(a, r.Group, refuseLeaveGroup)
+	return groupRead(a, keyLeaveGroup, func(r *kmsg.LeaveGroupRequest) string { return r.Group }, refuseLeaveGroup)
 }
 
 // refuseLeaveGroup answers with the top-level error and no members, as a
@@ -168,19 +152,12 @@ func checkDescribeGroups(a *call) error {
 		return errWrongBody(keyDescribeGroups, a.req.Body)
 	}
 	var refused []kmsg.DescribeGroupsResponseGroup
-	n := 0
-	for _, g := range r.Groups {
-		if a.may(resGroup, g, opDescribe) {
-			r.Groups[n] = g
-			n++
-			continue
-		}
-		refused = append(refused, describeGroupError(g, kerr.GroupAuthorizationFailed.Code))
-	}
-	r.Groups = r.Groups[:n]
+	r.Groups, refused = splitRefused(r.Groups, func(g string) int16 {
+		return a.groupCode(g, opDescribe)
+	}, describeGroupError)
 	withOps := r.Version >= 3 && r.IncludeAuthorizedOperations
 	switch {
-	case n == 0 && len(refused) > 0:
+	case len(r.Groups) == 0 && len(refused) > 0:
 		resp := kmsg.NewPtrDescribeGroupsResponse()
 		resp.Groups = refused
 		a.respond(resp)
@@ -221,9 +198,7 @@ func refuseDescribeGroups(req kmsg.Request, code int16) (kmsg.Response, error) {
 	}
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = r.Version
-	for _, g := range r.Groups {
-		resp.Groups = append(resp.Groups, describeGroupError(g, code))
-	}
+	resp.Groups = refusals(r.Groups, code, describeGroupError)
 	return resp, nil
 }
 
@@ -264,32 +239,13 @@ func checkDeleteGroups(a *call) error {
 		return errWrongBody(keyDeleteGroups, a.req.Body)
 	}
 	var refused []kmsg.DeleteGroupsResponseGroup
-	n := 0
-	for _, g := range r.Groups {
-		if a.may(resGroup, g, opDelete) {
-			r.Groups[n] = g
-			n++
-			continue
-		}
-		refused = append(refused, deleteGroupError(g, kerr.GroupAuthorizationFailed.Code, deniedMessage(opDelete, resGroup)))
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.Groups = r.Groups[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrDeleteGroupsResponse()
-		resp.Groups = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if d, ok := resp.(*kmsg.DeleteGroupsResponse); ok {
-			d.Groups = append(d.Groups, refused...)
-		}
+	r.Groups, refused = splitRefused(r.Groups, func(g string) int16 {
+		return a.groupCode(g, opDelete)
+	}, func(g string, code int16) kmsg.DeleteGroupsResponseGroup {
+		return deleteGroupError(g, code, deniedMessage(opDelete, resGroup))
 	})
-	return nil
+	return answerRefused(a, len(r.Groups), refused, kmsg.NewPtrDeleteGroupsResponse,
+		func(resp *kmsg.DeleteGroupsResponse) *[]kmsg.DeleteGroupsResponseGroup { return &resp.Groups })
 }
 
 func deleteGroupError(group string, code int16, msg string) kmsg.DeleteGroupsResponseGroup {
@@ -350,32 +306,13 @@ func checkFindCoordinator(a *call) error {
 		return nil
 	}
 	var refused []kmsg.FindCoordinatorResponseCoordinator
-	n := 0
-	for _, k := range r.CoordinatorKeys {
-		if code := coordinatorCode(a, r.CoordinatorType, k); code != 0 {
-			refused = append(refused, coordinatorError(k, code))
-			continue
-		}
-		r.CoordinatorKeys[n] = k
-		n++
-	}
-	if len(refused) == 0 {
-		a.req.Unchanged()
-		return nil
-	}
-	r.CoordinatorKeys = r.CoordinatorKeys[:n]
-	if n == 0 {
-		resp := kmsg.NewPtrFindCoordinatorResponse()
-		resp.Coordinators = refused
-		a.respond(resp)
-		return nil
-	}
-	a.later(func(resp kmsg.Response) {
-		if fc, ok := resp.(*kmsg.FindCoordinatorResponse); ok {
-			fc.Coordinators = append(fc.Coordinators, refused...)
-		}
-	})
-	return nil
+	r.CoordinatorKeys, refused = splitRefused(r.CoordinatorKeys, func(k string) int16 {
+		return coordinatorCode(a, r.CoordinatorType, k)
+	}, coordinatorError)
+	return answerRefused(a, len(r.CoordinatorKeys), refused, kmsg.NewPtrFindCoordinatorResponse,
+		func(resp *kmsg.FindCoordinatorResponse) *[]kmsg.FindCoordinatorResponseCoordinator {
+			return &resp.Coordinators
+		})
 }
 
 func coordinatorError(key string, code int16) kmsg.FindCoordinatorResponseCoordinator {
@@ -393,9 +330,7 @@ func findCoordinatorError(r *kmsg.FindCoordinatorRequest, code int16) *kmsg.Find
 	resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
 	msg := kerr.ErrorForCode(code).Error()
 	resp.ErrorMessage = &msg
-	for _, k := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, coordinatorError(k, code))
-	}
+	resp.Coordinators = refusals(r.CoordinatorKeys, code, coordinatorError)
 	return resp
 }
 

@@ -40,6 +40,12 @@ type SASL struct {
 	FailureBudget int
 }
 
+// maxSASLFrame bounds what a client may send before it has authenticated,
+// and any SASL message: an unauthenticated peer must not make the gateway
+// hold max_frame_bytes. Kafka's own bound (sasl.server.max.receive.size)
+// is the same 512 KiB.
+const maxSASLFrame = 512 << 10
+
 // authState is a connection's progress through authentication. Owned by
 // readRequests.
 type authState struct {
@@ -79,6 +85,10 @@ func (c *conn) authFrame(sz [4]byte, size int, h wire.RequestHeader) (bool, erro
 	}
 	if h.Key == wire.KeyApiVersions {
 		return false, nil
+	}
+	if size > maxSASLFrame {
+		c.v.m.err(errFrameTooLarge)
+		return true, fmt.Errorf("%w: a %s frame of %d bytes before or during authentication (at most %d)", errNotAuthed, wire.KeyName(h.Key), size, maxSASLFrame)
 	}
 	frame, err := readFrame(c.cr, size)
 	if err != nil {
@@ -162,6 +172,10 @@ func (c *conn) saslRawTokens() error {
 			return fmt.Errorf("client SASL token: %w", err)
 		}
 		c.frameStart(size)
+		if size > maxSASLFrame {
+			c.v.m.err(errFrameTooLarge)
+			return fmt.Errorf("%w: a raw SASL token of %d bytes (at most %d)", errAuthFailed, size, maxSASLFrame)
+		}
 		token, err := readFrame(c.cr, size)
 		if err != nil {
 			return c.relayErr(err)

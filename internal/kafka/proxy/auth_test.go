@@ -328,3 +328,19 @@ func TestCertPrincipal(t *testing.T) {
 		t.Error("a certificate no rule maps was served")
 	}
 }
+
+// TestSASLFrameBound: before authenticating, a client cannot make the
+// gateway read a frame over 512 KiB: the connection is closed at its size.
+func TestSASLFrameBound(t *testing.T) {
+	g, _ := saslGateway(t, &testPlain{users: map[string]string{"bob": "pw"}}, nil)
+	c := dialRaw(t, g.addr)
+	hdr := requestFrame(kmsg.NewPtrMetadataRequest(), 1, "t")
+	big := binary.BigEndian.AppendUint32(nil, uint32(8<<20))
+	c.write(append(append(big, hdr[4:]...), make([]byte, 256)...)) // a Metadata request announcing 8 MiB, and its first bytes
+	if _, err := c.readFrame(); err == nil {
+		t.Fatal("the gateway answered a frame of 8 MiB from an unauthenticated client")
+	}
+	if n := g.errCount("frame_too_large"); n != 1 {
+		t.Errorf("%v frame_too_large errors counted, want 1", n)
+	}
+}

@@ -89,7 +89,7 @@ func TestInterest(t *testing.T) {
 	has := func(rs []filter.KeyRange, k int16) bool {
 		return slices.ContainsFunc(rs, func(r filter.KeyRange) bool { return r.Key == k })
 	}
-	for _, k := range []int16{wire.KeyApiVersions, wire.KeySASLHandshake, keySASLAuthenticate, 29} {
+	for _, k := range []int16{wire.KeyApiVersions, wire.KeySASLHandshake, keySASLAuthenticate, keyGetTelemetrySubscriptions, keyPushTelemetry, 29} {
 		if has(in.Requests, k) {
 			t.Errorf("subscribes to %s requests, which it lets through", wire.KeyName(k))
 		}

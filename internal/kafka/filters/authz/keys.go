@@ -71,6 +71,11 @@ func alwaysAllowed(key int16) bool {
 	switch key {
 	case wire.KeyApiVersions, wire.KeySASLHandshake, keySASLAuthenticate:
 		return true
+	case keyGetTelemetrySubscriptions, keyPushTelemetry:
+		// A client's own metrics (KIP-714): Kafka authorizes no
+		// resource for them, and clients ask on every connection, so
+		// refusing them would only fill logs.
+		return true
 	}
 	return false
 }
@@ -79,4 +84,7 @@ func alwaysAllowed(key int16) bool {
 const (
 	keySASLAuthenticate        int16 = 36
 	keyDescribeTopicPartitions int16 = 75
+
+	keyGetTelemetrySubscriptions int16 = 71
+	keyPushTelemetry             int16 = 72
 )

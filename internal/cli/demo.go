@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,13 +105,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	listen := fs.String("listen", "127.0.0.1:19092", "the gateway's bootstrap address; node N is served on its port+1+N")
 	brokerListen := fs.String("broker-listen", devbroker.DefaultListen, "the development cluster's first broker")
 	adminListen := fs.String("admin", "127.0.0.1:9190", "the admin listener (/metrics, /healthz, /readyz)")
-	saslListen := fs.String("sasl-listen", "127.0.0.1:21092", "the SASL listener's bootstrap address (SCRAM and PLAIN, user demo); node N on its port+1+N")
+	saslListen := fs.String("sasl-listen", "", "the SASL listener's bootstrap address (SCRAM and PLAIN, user demo); node N on its port+1+N (default: the --listen port + 2000, clear of its node ports)")
 	llmListen := fs.String("llm-listen", "127.0.0.1:8080", "the LLM gateway's listener (HTTP/1.1 and h2c)")
 	mockListen := fs.String("mock-listen", "127.0.0.1:8000", "the mock LLM provider behind the LLM gateway (both dialects)")
 	registryListen := fs.String("registry-listen", devregistry.DefaultListen, "the development schema registry (Confluent REST API)")
 	logLevel := fs.String("log-level", "warn", "gateway log level: debug, info, warn, error")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *saslListen == "" {
+		host, port, err := net.SplitHostPort(*listen)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || p+3000 > 65535 {
+			return fmt.Errorf("--listen %q: cannot place the SASL listener 2000 ports above it: give --sasl-listen", *listen)
+		}
+		*saslListen = net.JoinHostPort(host, strconv.Itoa(p+2000))
 	}
 	log, err := telemetry.NewLogger(stderr, *logLevel, "text")
 	if err != nil {

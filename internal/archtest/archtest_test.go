@@ -57,14 +57,14 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "KMS implementations, and the data keys every key-protecting filter shares, build on the kms interface alone",
+		name: "KMS implementations, and the data keys every key-protecting filter shares, build on the kms interface (and secretfile) alone",
 		pkgs: []string{"internal/kms/vault", "internal/kms/datakey"},
-		only: []string{"internal/kms"},
+		only: []string{"internal/kms", "internal/secretfile"},
 	},
 	{
-		name: "credstore keeps the users of SASL PLAIN and SCRAM and imports nothing of ours",
+		name: "credstore keeps the users of SASL PLAIN and SCRAM, and imports only secretfile of ours",
 		pkgs: []string{"internal/auth/credstore"},
-		only: nothing,
+		only: []string{"internal/secretfile"},
 	},
 	{
 		name:  "the SASL mechanisms find users through their Credentials interface, never the credential store itself",
@@ -129,6 +129,11 @@ var rules = []rule{
 	{
 		name: "devregistry is a self-contained development schema registry and imports nothing of ours",
 		pkgs: []string{"internal/devregistry/..."},
+		only: nothing,
+	},
+	{
+		name: "secretfile reads and writes files that hold secrets and imports nothing of ours",
+		pkgs: []string{"internal/secretfile"},
 		only: nothing,
 	},
 	{

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // newStoreFile adds users (name → password) to a new store file at the minimum iteration count, to keep tests
@@ -535,8 +537,8 @@ func TestReload(t *testing.T) {
 		write func()
 		want  string
 	}{
-		{"malformed", func() { writeAtomic(path, []byte(`{"format": "strait-users/1", "users": [`)) }, "truncated JSON"},
-		{"loose mode", func() { writeAtomic(path, good); os.Chmod(path, 0o644) }, "chmod 600"},
+		{"malformed", func() { secretfile.WriteAtomic(path, []byte(`{"format": "strait-users/1", "users": [`)) }, "truncated JSON"},
+		{"loose mode", func() { secretfile.WriteAtomic(path, good); os.Chmod(path, 0o644) }, "chmod 600"},
 		{"removed", func() { os.Remove(path) }, "does not exist"},
 	}
 	for _, b := range broken {
@@ -570,7 +572,7 @@ func TestReload(t *testing.T) {
 	}
 
 	// Fixed: written anew with carol added.
-	if err := writeAtomic(path, good); err != nil {
+	if err := secretfile.WriteAtomic(path, good); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := AddUser(path, "carol", "pw-c", MinIterations); err != nil {

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // ErrNoUser is returned by RemoveUser for a user the store does not have.
@@ -103,9 +104,9 @@ func change(path string, create bool, edit func(users []*user) ([]*user, error))
 	if err != nil {
 		return err
 	}
-	unlock, err := lockDir(filepath.Dir(abs))
+	unlock, err := secretfile.Lock(filepath.Dir(abs), false, lockAttempts, lockRetry)
 	if err != nil {
-		return err
+		return fmt.Errorf("locking the credential store's directory: %w", err)
 	}
 	defer unlock()
 	users, _, err := readUsers(abs)
@@ -115,42 +116,5 @@ func change(path string, create bool, edit func(users []*user) ([]*user, error))
 	if users, err = edit(users); err != nil {
 		return fmt.Errorf("credential store %s: %w", abs, err)
 	}
-	return writeAtomic(abs, encodeFile(users))
-}
-
-// writeAtomic replaces path with data, mode 0600: a temporary file in the same directory, synced, then renamed
-// over path, so that a reader (a running Store) sees the old file or the new one, never a part.
-func writeAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*") // created 0600
-	if err != nil {
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil { // whatever the umask did
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing credential store %s: %w", path, err)
-	}
-	// Make the rename itself durable: a user added and then lost in a crash is a surprise at the next login.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return secretfile.WriteAtomic(abs, encodeFile(users))
 }

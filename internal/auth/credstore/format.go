@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/straitgw/strait/internal/secretfile"
 	"github.com/xdg-go/stringprep"
 )
 
@@ -130,7 +130,7 @@ func parseFile(data []byte) ([]*user, error) {
 		return nil, nil
 	}
 	var f storeFile
-	if err := decodeStrict(data, &f); err != nil {
+	if err := secretfile.DecodeStrict(data, &f, "credential store file"); err != nil {
 		return nil, err
 	}
 	if f.Format != fileFormat {
@@ -214,39 +214,4 @@ func encodeCreds(c *SCRAMCredentials) *credsFile {
 	}
 	enc := base64.StdEncoding.EncodeToString
 	return &credsFile{Iterations: c.Iterations, Salt: enc(c.Salt), StoredKey: enc(c.StoredKey), ServerKey: enc(c.ServerKey)}
-}
-
-// decodeStrict decodes one JSON document into v, refusing unknown fields and trailing data. Its errors say where
-// and what is wrong but never quote the input.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("unexpected data after the JSON document (byte %d)", dec.InputOffset())
-	}
-	return nil
-}
-
-func describeJSONError(err error) error {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Errorf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Errorf("field %q has the wrong type (want %s) at byte %d", typ.Field, typ.Type, typ.Offset)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return errors.New("truncated JSON")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		if len(field) > 40 {
-			field = field[:40] + "..."
-		}
-		return fmt.Errorf("unknown field %s", field)
-	default:
-		return errors.New("not a valid credential store file")
-	}
 }

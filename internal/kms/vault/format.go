@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
-	"strings"
 	"time"
+
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // The files. A directory vault holds one file per KEK, NAME.json:
@@ -88,7 +87,7 @@ type storedVersion struct {
 // parseKEKFile parses the content of a directory vault's KEK file.
 func parseKEKFile(data []byte) (storedKEK, error) {
 	var f kekFile
-	if err := decodeStrict(data, &f); err != nil {
+	if err := secretfile.DecodeStrict(data, &f, "key file"); err != nil {
 		return storedKEK{}, err
 	}
 	if f.Format != kekFormat {
@@ -104,7 +103,7 @@ func parseVaultFile(data []byte) ([]storedKEK, error) {
 		return nil, nil
 	}
 	var f vaultFile
-	if err := decodeStrict(data, &f); err != nil {
+	if err := secretfile.DecodeStrict(data, &f, "key file"); err != nil {
 		return nil, err
 	}
 	if f.Format != vaultFormat {
@@ -187,42 +186,4 @@ func encode(v any) []byte {
 		panic("vault: encoding a key file: " + err.Error()) // only strings, ints and times: cannot fail
 	}
 	return append(b, '\n')
-}
-
-// decodeStrict decodes one JSON document into v, refusing unknown fields and trailing data. Its errors say where
-// and what is wrong but never quote the input, which holds key material.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("unexpected data after the JSON document (byte %d)", dec.InputOffset())
-	}
-	return nil
-}
-
-func describeJSONError(err error) error {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var timeErr *time.ParseError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Errorf("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Errorf("field %q has the wrong type (want %s) at byte %d", typ.Field, typ.Type, typ.Offset)
-	case errors.As(err, &timeErr):
-		return errors.New("a created time is not an RFC 3339 time")
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return errors.New("truncated JSON")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		if len(field) > 40 {
-			field = field[:40] + "..."
-		}
-		return fmt.Errorf("unknown field %s", field)
-	default:
-		return errors.New("not a valid key file")
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/straitgw/strait/internal/kms"
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // The seed corpora are in testdata/fuzz/<FuzzName>; `go test` runs them as regression cases. To fuzz:
@@ -84,7 +85,7 @@ func FuzzUnwrap(f *testing.F) {
 		{version: 1, created: testTime, material: dek(32, 0x10)},
 		{version: 200, created: testTime, material: dek(32, 0x20)},
 	}}
-	if err := writeAtomic(filepath.Join(dir, "orders.json"), encodeKEKFile(kf)); err != nil {
+	if err := secretfile.WriteAtomic(filepath.Join(dir, "orders.json"), encodeKEKFile(kf)); err != nil {
 		f.Fatal(err)
 	}
 	v, err := Open(dir, Options{})

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // store is where a vault's keys live: a directory with one file per KEK, or a single file.
@@ -205,47 +207,7 @@ func allKEKs(files map[string]*snapshotFile) []storedKEK {
 // write stores k, replacing the file that held it (or, for a single file, every KEK: all is the full new set).
 func (s store) write(k storedKEK, all []storedKEK) error {
 	if s.single {
-		return writeAtomic(s.path, encodeVaultFile(all))
+		return secretfile.WriteAtomic(s.path, encodeVaultFile(all))
 	}
-	return writeAtomic(s.fileOf(k.name), encodeKEKFile(k))
-}
-
-// writeAtomic replaces path with data: a temporary file in the same directory, synced, then renamed over path,
-// so that a reader sees the old file or the new one, never a part. The new file keeps the old one's
-// permissions if it existed, else it is 0600.
-func writeAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*") // created 0600
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if old, statErr := os.Stat(path); statErr == nil && old.Mode().Perm()&0o077 == 0 {
-		if err := tmp.Chmod(old.Mode().Perm()); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	// Make the rename itself durable: a KEK that is lost after a crash takes the data it protects with it.
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return secretfile.WriteAtomic(s.fileOf(k.name), encodeKEKFile(k))
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/straitgw/strait/internal/kms"
+	"github.com/straitgw/strait/internal/secretfile"
 )
 
 // Defaults of Options.
@@ -414,9 +415,9 @@ func change(path, name string, create bool, edit func(all []storedKEK, i int) (s
 			return KeyInfo{}, err
 		}
 	}
-	unlock, err := lockFile(lockPath)
+	unlock, err := secretfile.Lock(lockPath, true, lockAttempts, lockRetry)
 	if err != nil {
-		return KeyInfo{}, err
+		return KeyInfo{}, fmt.Errorf("locking the vault: %w", err)
 	}
 	defer unlock()
 	var all []storedKEK

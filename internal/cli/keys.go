@@ -58,8 +58,9 @@ func vaultFlag(fs *flag.FlagSet) *string {
 	return fs.String("vault", def, "vault directory, or single vault file ending in .json; $STRAIT_VAULT sets the default")
 }
 
-// parseWithName parses flags that may come before or after the one positional argument, a key name.
-func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
+// parseWithArg parses flags that may come before or after the one positional argument, what (a key name,
+// a user name).
+func parseWithArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return "", err
@@ -67,7 +68,7 @@ func parseWithName(fs *flag.FlagSet, args []string) (string, error) {
 		return "", errUsage
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintf(fs.Output(), "%s: missing the key name\n", fs.Name())
+		fmt.Fprintf(fs.Output(), "%s: missing the %s\n", fs.Name(), what)
 		fs.Usage()
 		return "", errUsage
 	}
@@ -84,7 +85,7 @@ func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) e
 		"Creates the key-encryption key NAME (letters, digits, '.', '_', '-') with one version of 32 random bytes.\n"+
 			"Creates the vault if it is missing. Fails if NAME exists: use 'strait keys rotate NAME'.")
 	path := vaultFlag(fs)
-	name, err := parseWithName(fs, args)
+	name, err := parseWithArg(fs, args, "key name")
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) e
 		"Adds a version to the key-encryption key NAME. Gateways using the vault wrap new data keys with it within\n"+
 			"about a second, without a restart (docs/kms.md); older versions still decrypt.")
 	path := vaultFlag(fs)
-	name, err := parseWithName(fs, args)
+	name, err := parseWithArg(fs, args, "key name")
 	if err != nil {
 		return err
 	}

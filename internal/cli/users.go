@@ -69,26 +69,6 @@ func needStore(fs *flag.FlagSet, path string) error {
 	return errUsage
 }
 
-// parseWithUser parses flags that may come before or after the one positional argument, a user name.
-func parseWithUser(fs *flag.FlagSet, args []string) (string, error) {
-	if err := parseFlags(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", err
-		}
-		return "", errUsage
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintf(fs.Output(), "%s: missing the user name\n", fs.Name())
-		fs.Usage()
-		return "", errUsage
-	}
-	name := fs.Arg(0)
-	if err := parse(fs, fs.Args()[1:]); err != nil { // flags after the name
-		return "", err
-	}
-	return name, nil
-}
-
 func runUsersAdd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("users add", stdout, stderr)
 	fs.Usage = usersUsage(fs, "add --store FILE [--iterations N] NAME",
@@ -100,7 +80,7 @@ func runUsersAdd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	path := storeFlag(fs)
 	iterations := fs.Int("iterations", credstore.DefaultIterations,
 		fmt.Sprintf("PBKDF2 iterations, %d to %d: what each client login costs, and an offline guesser per guess", credstore.MinIterations, credstore.MaxIterations))
-	name, err := parseWithUser(fs, args)
+	name, err := parseWithArg(fs, args, "user name")
 	if err != nil {
 		return err
 	}
@@ -138,7 +118,7 @@ func runUsersRemove(_ context.Context, args []string, stdout, stderr io.Writer) 
 		"Removes the user NAME. Gateways that use the store refuse new logins as NAME within a second; connections\n"+
 			"already authenticated stay until they re-authenticate or close.")
 	path := storeFlag(fs)
-	name, err := parseWithUser(fs, args)
+	name, err := parseWithArg(fs, args, "user name")
 	if err != nil {
 		return err
 	}

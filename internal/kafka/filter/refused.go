@@ -3,6 +3,7 @@ package filter
 import (
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -145,4 +146,41 @@ func FailFetchPartition(p *kmsg.FetchResponseTopicPartition, code int16) {
 func FailShareFetchPartition(p *kmsg.ShareFetchResponseTopicPartition, code int16, msg string) {
 	p.ErrorCode, p.ErrorMessage = code, &msg
 	p.Records, p.AcquiredRecords = noRecords, nil
+}
+
+// RefuseFetchTopics takes out of r, a Fetch request, the topics a filter
+// cannot serve at r's version (every topic when whole, as for a version
+// newer than the filter reads; else those refuse selects, by name: before
+// v13, the versions this is for, topics have names), and refuses their
+// partitions with UNSUPPORTED_VERSION: at once, through req.Respond, when
+// whole or when nothing is left to fetch; otherwise they wait in pending
+// for the filter's OnResponse to add them with AddFetchRefused. It returns
+// how many partitions it refused.
+func RefuseFetchTopics(c *Context, req *Request, r *kmsg.FetchRequest, whole bool, refuse func(topic string) bool, pending *PerRequest[Refused]) int {
+	var refused []Refused
+	topics := r.Topics[:0]
+	for _, t := range r.Topics {
+		if !whole && !refuse(t.Topic) {
+			topics = append(topics, t)
+			continue
+		}
+		for _, p := range t.Partitions {
+			refused = append(refused, Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: kerr.UnsupportedVersion.Code})
+		}
+	}
+	r.Topics = topics
+	switch {
+	case len(refused) == 0:
+	case whole || len(topics) == 0:
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = r.Version
+		if whole {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+		}
+		AddFetchRefused(resp, refused)
+		req.Respond(resp)
+	default:
+		pending.Add(c, req.Header.CorrelationID, refused...)
+	}
+	return len(refused)
 }

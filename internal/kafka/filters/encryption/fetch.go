@@ -24,40 +24,12 @@ func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.
 		why = fmt.Errorf("%w: Fetch v%d makes the broker drop record headers, and with them the encryption marker; use v%d or newer",
 			errVersion, r.Version, minFetchVersion)
 	}
-	var failed []filter.Refused
-	topics := r.Topics[:0]
-	for _, t := range r.Topics {
-		// A version too new is refused whole: its topics cannot be
-		// trusted to be read correctly. Before v13 topics have names.
-		if !tooNew && !f.pol.get(t.Topic).encrypt {
-			topics = append(topics, t)
-			continue
-		}
-		for _, p := range t.Partitions {
-			failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: kerr.UnsupportedVersion.Code})
-		}
+	// A version too new is refused whole: its topics cannot be trusted to
+	// be read correctly.
+	refuse := func(topic string) bool { return f.pol.get(topic).encrypt }
+	if n := filter.RefuseFetchTopics(c, req, r, tooNew, refuse, &f.pending); n > 0 {
+		c.Logger().Warn("record-encryption: refused a fetch of encrypted topics", "version", r.Version, "partitions", n, "err", why)
 	}
-	r.Topics = topics
-	if len(failed) == 0 {
-		return
-	}
-	c.Logger().Warn("record-encryption: refused a fetch of encrypted topics", "version", r.Version, "partitions", len(failed), "err", why)
-	if len(r.Topics) == 0 && !tooNew {
-		resp := kmsg.NewPtrFetchResponse()
-		resp.Version = r.Version
-		filter.AddFetchRefused(resp, failed)
-		req.Respond(resp)
-		return
-	}
-	if tooNew {
-		resp := kmsg.NewPtrFetchResponse()
-		resp.Version = r.Version
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
-		filter.AddFetchRefused(resp, failed)
-		req.Respond(resp)
-		return
-	}
-	f.pending.Add(c, req.Header.CorrelationID, failed...)
 }
 
 // onFetchResponse decrypts the records of every selected topic.

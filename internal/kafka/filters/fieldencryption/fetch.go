@@ -21,36 +21,14 @@ import (
 // than it knows. Selected topics get UNSUPPORTED_VERSION; a request with
 // nothing else is answered here, otherwise the rest goes on.
 func (f *Filter) onFetchRequest(c *filter.Context, req *filter.Request, r *kmsg.FetchRequest) {
-	tooNew := r.Version > maxFetchVersion
-	var failed []filter.Refused
-	topics := r.Topics[:0]
-	for _, t := range r.Topics {
-		if !tooNew && f.policy(t.Topic).rule == nil {
-			topics = append(topics, t)
-			continue
-		}
-		for _, p := range t.Partitions {
-			failed = append(failed, filter.Refused{Topic: t.Topic, TopicID: t.TopicID, Partition: p.Partition, Code: kerr.UnsupportedVersion.Code})
-		}
-	}
-	if len(failed) == 0 {
+	refuse := func(topic string) bool { return f.policy(topic).rule != nil }
+	n := filter.RefuseFetchTopics(c, req, r, r.Version > maxFetchVersion, refuse, &f.pending)
+	if n == 0 {
 		req.Unchanged()
 		return
 	}
 	c.Logger().Warn("field-encryption: refused a fetch of topics with encrypted fields: Fetch before v4 drops record headers, and newer than v18 is unknown to this filter",
-		"version", r.Version, "partitions", len(failed))
-	resp := kmsg.NewPtrFetchResponse()
-	resp.Version = r.Version
-	if tooNew || len(topics) == 0 {
-		if tooNew {
-			resp.ErrorCode = kerr.UnsupportedVersion.Code
-		}
-		filter.AddFetchRefused(resp, failed)
-		req.Respond(resp)
-		return
-	}
-	r.Topics = topics
-	f.pending.Add(c, req.Header.CorrelationID, failed...)
+		"version", r.Version, "partitions", n)
 }
 
 // onFetchResponse restores the fields of every selected topic's records,

@@ -104,35 +104,53 @@ func (r *Ring) slot(kek string) *slot {
 // KMS again, for a few seconds.
 func (r *Ring) Reserve(ctx context.Context, kek string, n int) (d *DEK, first uint64, got int, err error) {
 	s := r.slot(kek)
-	for range 16 { // a fresh DEK has room for at least one value; others may take it first
+	// A fresh DEK has room for at least one value, and its maker takes its
+	// counters first, so every round serves some caller; but callers that
+	// keep coming back (one per record) can win round after round while
+	// another loses, when DEKs hold few counters. So the bound is the
+	// caller's context, and a count far beyond any real contention.
+	for range maxRounds {
 		d = s.cur.Load()
 		if d != nil && r.now().Before(d.expires) {
 			if first, got = d.reserve(n); got > 0 {
 				return d, first, got, nil
 			}
 		}
-		if d, err = r.renew(ctx, s, kek, d); err != nil {
+		var made bool
+		if d, made, first, got, err = r.renew(ctx, s, kek, d, n); err != nil {
 			return nil, 0, 0, err
+		}
+		if made {
+			return d, first, got, nil
 		}
 		if first, got = d.reserve(n); got > 0 {
 			return d, first, got, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, fmt.Errorf("%w: reserving IVs for KEK %q: %w", kms.ErrUnavailable, kek, err)
 		}
 	}
 	return nil, 0, 0, fmt.Errorf("%w: could not reserve IVs for KEK %q", kms.ErrUnavailable, kek)
 }
 
+// maxRounds bounds Reserve's attempts.
+const maxRounds = 10000
+
 // renew replaces old, the slot's DEK, with a new one unless another caller
-// already has.
-func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK) (*DEK, error) {
+// already has. The caller that makes the new DEK takes its n counters from
+// it before anyone else can see it (made is then true): however many
+// callers race for DEKs that hold only a few counters, each round serves
+// one of them, so none waits forever.
+func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK, n int) (d *DEK, made bool, first uint64, got int, err error) {
 	s.mu.Lock()
 	if d := s.cur.Load(); d != old && d != nil && r.now().Before(d.expires) {
 		s.mu.Unlock()
-		return d, nil
+		return d, false, 0, 0, nil
 	}
 	if r.now().Before(s.missingUntil) {
 		err := s.missingErr
 		s.mu.Unlock()
-		return nil, err
+		return nil, false, 0, 0, err
 	}
 	f := s.flight
 	if f == nil {
@@ -147,6 +165,7 @@ func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK) (*DEK, 
 		s.mu.Lock()
 		s.flight = nil
 		if f.err == nil {
+			first, got = f.d.reserve(n)
 			s.cur.Store(f.d)
 		} else if errors.Is(f.err, kms.ErrKeyNotFound) {
 			s.missingUntil, s.missingErr = r.now().Add(negativeTTL), f.err
@@ -156,14 +175,14 @@ func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK) (*DEK, 
 		if f.err == nil && r.onNew != nil {
 			r.onNew(f.d)
 		}
-		return f.d, f.err
+		return f.d, f.err == nil && got > 0, first, got, f.err
 	}
 	s.mu.Unlock()
 	select {
 	case <-f.done:
-		return f.d, f.err
+		return f.d, false, 0, 0, f.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: waiting for a new data key for KEK %q: %w", kms.ErrUnavailable, kek, ctx.Err())
+		return nil, false, 0, 0, fmt.Errorf("%w: waiting for a new data key for KEK %q: %w", kms.ErrUnavailable, kek, ctx.Err())
 	}
 }
 

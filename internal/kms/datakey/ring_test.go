@@ -192,3 +192,32 @@ func TestNonce(t *testing.T) {
 		t.Errorf("Nonce: %x, want %x", got, want)
 	}
 }
+
+// TestRingNoCallerStarves: callers that keep coming back for DEKs of one
+// counter each all get every counter they ask for; none gives up because
+// others kept winning the race for each new DEK.
+func TestRingNoCallerStarves(t *testing.T) {
+	r := testRing(newTestKMS("orders"), 1, newClock())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[[2]any]bool{}
+	for range 8 {
+		wg.Go(func() {
+			for range 60 {
+				d, first, got, err := r.Reserve(context.Background(), "orders", 1)
+				if err != nil || got != 1 {
+					t.Errorf("reserve: %d counters, %v", got, err)
+					return
+				}
+				mu.Lock()
+				key := [2]any{d, first}
+				if seen[key] {
+					t.Errorf("counter %d of one DEK handed out twice", first)
+				}
+				seen[key] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}

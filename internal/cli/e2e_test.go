@@ -154,14 +154,17 @@ func TestPassthroughExample(t *testing.T) {
 func TestDemo(t *testing.T) {
 	needKcat(t)
 	t.Parallel()
-	var listen, brokerPort, adminPort, llmPort int
+	var listen, saslPort, brokerPort, adminPort, llmPort int
 	demo := startOnFreePorts(t, func() (*proc, error) {
 		listen = testkit.PortBlock(t, 4) // bootstrap and three node ports
 		nodeRange := testkit.Range{Lo: listen + 1, Hi: listen + 1000}
-		brokerPort = testkit.PortBlock(t, 3, nodeRange)
-		adminPort = testkit.PortBlock(t, 1, nodeRange)
-		llmPort = testkit.PortBlock(t, 3, nodeRange) // the LLM gateway, its mock provider and the schema registry
-		p := startStrait(t, "demo", "--listen", addr(listen), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort),
+		// The SASL listener's node ports must not overlap the first's.
+		saslPort = testkit.PortBlock(t, 4, testkit.Range{Lo: listen - 1000, Hi: listen + 1000})
+		saslRange := testkit.Range{Lo: saslPort + 1, Hi: saslPort + 1000}
+		brokerPort = testkit.PortBlock(t, 3, nodeRange, saslRange)
+		adminPort = testkit.PortBlock(t, 1, nodeRange, saslRange)
+		llmPort = testkit.PortBlock(t, 3, nodeRange, saslRange) // the LLM gateway, its mock provider and the schema registry
+		p := startStrait(t, "demo", "--listen", addr(listen), "--sasl-listen", addr(saslPort), "--broker-listen", addr(brokerPort), "--admin", addr(adminPort),
 			"--llm-listen", addr(llmPort), "--mock-listen", addr(llmPort+1), "--registry-listen", addr(llmPort+2))
 		// The self-check may take up to 15s.
 		return p, p.printed(p.stdout, "Press Ctrl-C to stop.", 30*time.Second)

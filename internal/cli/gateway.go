@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	kafkasasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/straitgw/strait/internal/admin"
 	"github.com/straitgw/strait/internal/config"
@@ -169,6 +170,18 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger) (*gateway, err
 			CertPrincipal:    b.auth[vcc.Name].certPrincipal(),
 			Log:              log,
 			Metrics:          km,
+		}
+		if u := vcc.UpstreamIdentity; u != nil {
+			id := &proxy.UpstreamIdentity{Principals: map[string]kafkasasl.Mechanism{}, RefuseUnmapped: u.RefusesUnmapped()}
+			for name, s := range u.Principals {
+				m, err := s.Build()
+				if err != nil {
+					g.stop(context.Background())
+					return nil, fmt.Errorf("virtual cluster %s upstream_identity.principals.%s: %w", vcc.Name, name, err)
+				}
+				id.Principals[name] = m
+			}
+			opts.UpstreamIdentity = id
 		}
 		if vcc.TLS != nil {
 			tc, err := vcc.TLS.Build()

@@ -149,6 +149,10 @@ type VirtualCluster struct {
 	// CLI decodes and checks it, reporting problems at its line. Kind 0:
 	// absent, and clients' SASL is relayed to the brokers.
 	SASL yaml.Node `yaml:"sasl,omitempty"`
+	// UpstreamIdentity gives client principals broker credentials of
+	// their own, in place of the gateway's (clusters.*.sasl); nil: every
+	// broker connection is the gateway's.
+	UpstreamIdentity *UpstreamIdentity `yaml:"upstream_identity,omitempty"`
 	// Filters is the ordered filter chain.
 	Filters []Filter `yaml:"filters"`
 }

@@ -36,6 +36,52 @@ type ClusterSASL struct {
 	Scopes           []string `yaml:"scopes,omitempty"`
 }
 
+// UpstreamIdentity maps client principals (from SASL terminated at the
+// gateway, or from TLS client certificates) to SASL credentials of their
+// own toward the brokers, so that the cluster's ACLs, quotas and audit log
+// see the real user.
+type UpstreamIdentity struct {
+	// Principals maps a principal to the credentials its broker
+	// connections authenticate with (the same settings as clusters.*.sasl).
+	Principals map[string]*ClusterSASL `yaml:"principals"`
+	// Unmapped is what a principal without an entry gets: gateway (the
+	// cluster's own identity, clusters.*.sasl; the default) or refuse.
+	Unmapped string `yaml:"unmapped,omitempty"`
+}
+
+// RefusesUnmapped reports whether principals without an entry are refused.
+func (u *UpstreamIdentity) RefusesUnmapped() bool { return u.Unmapped == "refuse" }
+
+// upstreamIdentity checks a virtual cluster's upstream_identity block.
+func (v *validator) upstreamIdentity(p string, vc *VirtualCluster) {
+	u := vc.UpstreamIdentity
+	if u == nil {
+		return
+	}
+	if vc.SASL.Kind == 0 && (vc.TLS == nil || vc.TLS.Principal == nil) {
+		v.add(p, "maps client principals, but the virtual cluster names none: add a sasl block (clients authenticate to the gateway) or tls.principal (clients named by certificate)")
+	}
+	if u.Unmapped != "" {
+		v.oneOf(p+".unmapped", u.Unmapped, "gateway", "refuse")
+	}
+	if len(u.Principals) == 0 {
+		v.add(p+".principals", "is empty: map each principal to its credentials, e.g. principals: {alice: {mechanism: SCRAM-SHA-512, username: alice, password_file: /etc/strait/alice.password}}")
+	}
+	names := make([]string, 0, len(u.Principals))
+	for name := range u.Principals {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := u.Principals[name]
+		if s == nil {
+			v.add(p+".principals."+name, "is empty: set mechanism, username and password_file (or password_env)")
+			continue
+		}
+		v.clusterSASL(p+".principals."+name, s)
+	}
+}
+
 var clusterMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 
 // clusterSASL checks a cluster's sasl block.

@@ -85,3 +85,42 @@ func TestClusterSASLBuild(t *testing.T) {
 		t.Errorf("OAUTHBEARER's message %q, %v: want the token from the endpoint", first, err)
 	}
 }
+
+// TestUpstreamIdentityErrors: an upstream_identity block needs a principal
+// to map and credentials per principal, each mistake named with its path.
+func TestUpstreamIdentityErrors(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("alice-pass\n"), 0o600)
+	sasl := []string{"    sasl:", "      mechanisms: [PLAIN]", "      credentials: users.store"}
+	cases := []struct {
+		lines []string
+		path  string
+		says  string
+	}{
+		{[]string{"    upstream_identity:", "      principals:", "        alice: {mechanism: PLAIN, username: alice, password_file: " + pw + "}"},
+			"virtual_clusters[0].upstream_identity", "add a sasl block"},
+		{append(sasl, "    upstream_identity:", "      unmapped: deny", "      principals:", "        alice: {mechanism: PLAIN, username: alice, password_file: "+pw+"}"),
+			"virtual_clusters[0].upstream_identity.unmapped", "use one of gateway, refuse"},
+		{append(sasl, "    upstream_identity:", "      unmapped: refuse"),
+			"virtual_clusters[0].upstream_identity.principals", "is empty"},
+		{append(sasl, "    upstream_identity:", "      principals:", "        alice: {mechanism: SCRAM-SHA-512, username: alice}"),
+			"virtual_clusters[0].upstream_identity.principals.alice.password_file", "is required"},
+	}
+	for _, tc := range cases {
+		errs := parseErrs(t, doc(append(append([]string(nil), minimal...), tc.lines...)...))
+		e := findErr(errs, tc.path)
+		if e == nil || !strings.Contains(e.Error(), tc.says) {
+			t.Errorf("%v: errors %v, want %s saying %q", tc.lines, errs, tc.path, tc.says)
+		}
+	}
+	ok := append(append(append([]string(nil), minimal...), sasl...), "    upstream_identity:", "      unmapped: refuse", "      principals:",
+		"        alice: {mechanism: SCRAM-SHA-512, username: alice-up, password_file: "+pw+"}")
+	cfg := mustParse(t, doc(ok...))
+	u := cfg.VirtualClusters[0].UpstreamIdentity
+	if u == nil || !u.RefusesUnmapped() || u.Principals["alice"].Username != "alice-up" {
+		t.Fatalf("upstream_identity parsed as %+v", u)
+	}
+	if m, err := u.Principals["alice"].Build(); err != nil || m.Name() != "SCRAM-SHA-512" {
+		t.Errorf("alice's mechanism: %v, %v", m, err)
+	}
+}

@@ -211,6 +211,7 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 
 	v.nodePorts(p, vc, &info)
 	v.tlsServer(p+".tls", vc.TLS)
+	v.upstreamIdentity(p+".upstream_identity", vc)
 	if cl, ok := c.Clusters[vc.Cluster]; ok && cl != nil && cl.SASL != nil && vc.SASL.Kind == 0 && (vc.TLS == nil || vc.TLS.Principal == nil) {
 		v.add(p+".sasl", fmt.Sprintf("is required: cluster %s has sasl (the gateway logs in to its brokers as itself), so clients must authenticate to the gateway: add a sasl block (mechanisms, credentials), or name clients by certificate with tls.principal", vc.Cluster))
 	}

@@ -55,6 +55,9 @@ type KafkaMetrics struct {
 	Authentications *prometheus.CounterVec
 	AuthDuration    *prometheus.HistogramVec
 	ExpiredSessions *prometheus.CounterVec
+	// UpstreamReauths counts broker connections whose SASL session the
+	// gateway renewed before the broker's limit (KIP-368).
+	UpstreamReauths *prometheus.CounterVec
 }
 
 // NewKafkaMetrics registers the Kafka proxy's metrics with reg.
@@ -95,7 +98,10 @@ func NewKafkaMetrics(reg prometheus.Registerer) *KafkaMetrics {
 	m.ExpiredSessions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strait_kafka_expired_sessions_total", Help: "Client connections closed because their SASL session expired without re-authentication (KIP-368).",
 	}, []string{"virtual_cluster"})
+	m.UpstreamReauths = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_kafka_upstream_reauthentications_total", Help: "Broker connections whose SASL session the gateway renewed before the broker's limit (KIP-368).",
+	}, []string{"virtual_cluster"})
 	reg.MustRegister(m.ConnsOpen, m.ConnsTotal, m.Requests, m.Responses, m.Bytes, m.UpstreamLatency, m.Errors,
-		m.Authentications, m.AuthDuration, m.ExpiredSessions)
+		m.Authentications, m.AuthDuration, m.ExpiredSessions, m.UpstreamReauths)
 	return m
 }

@@ -258,6 +258,13 @@ func (c *conn) authSucceeded() (time.Duration, error) {
 			"principal", a.principal, "new_principal", res.Principal)
 		return 0, fmt.Errorf("%w: cannot change principal when re-authenticating", errAuthFailed)
 	}
+	if !again && c.v.opts.UpstreamIdentity != nil {
+		if err := c.takeUpstreamIdentity(res.Principal); err != nil {
+			a.ex = nil
+			c.v.m.auth(a.mech.Name(), false, time.Since(a.started))
+			return 0, err
+		}
+	}
 	a.authenticated, a.principal = true, res.Principal
 	c.fc.SetPrincipal(res.Principal)
 	lifetime := a.cfg.MaxSessionLifetime
@@ -278,6 +285,29 @@ func (c *conn) authSucceeded() (time.Duration, error) {
 	c.log.Info(msg, "principal", res.Principal, "mechanism", a.mech.Name(), "session_lifetime", lifetime)
 	a.ex = nil
 	return lifetime, nil
+}
+
+// takeUpstreamIdentity authenticates the broker connection as principal's
+// upstream identity, before the client is told it is in. A principal the
+// config refuses, or whose credentials the broker refuses, fails the
+// client's authentication: the client sees why in the error message, the
+// log names the principal and the fix.
+func (c *conn) takeUpstreamIdentity(principal string) error {
+	m, err := c.v.upstreamMechanism(principal)
+	if err != nil {
+		c.log.Warn("refusing the client: "+err.Error(), "principal", principal,
+			"fix", "give the principal credentials under upstream_identity.principals, or set upstream_identity.unmapped: gateway")
+		return fmt.Errorf("%w: principal %s has no identity toward the cluster", errAuthFailed, principal)
+	}
+	if m == nil {
+		return nil // the gateway has no identity either: the cluster is open
+	}
+	if err := c.authenticateBroker(m, "authenticating as principal "+principal); err != nil {
+		c.log.Warn("refusing the client: the cluster refused the credentials the gateway holds for its principal", "principal", principal, "err", err,
+			"fix", "check upstream_identity.principals."+principal+" against the cluster's users")
+		return fmt.Errorf("%w: the cluster refused the credentials the gateway holds for principal %s", errAuthFailed, principal)
+	}
+	return nil
 }
 
 // authFailed logs a failed authentication and waits the failure delay.

@@ -90,8 +90,9 @@ func authenticateOnce(addr string, m kafkasasl.Mechanism) error {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	vc := &VirtualCluster{opts: Options{Name: "bench-client", SASL: nil, Target: Target{RequestTimeout: 10 * time.Second, SASL: m}}}
+	vc := &VirtualCluster{opts: Options{Name: "bench-client", Target: Target{RequestTimeout: 10 * time.Second}}}
 	// The gateway's own upstream login speaks the client side of the
 	// same exchange: reuse it against the gateway.
-	return vc.authenticateUpstream(context.Background(), conn, addr)
+	_, err = vc.authenticateUpstream(context.Background(), conn, addr, m)
+	return err
 }

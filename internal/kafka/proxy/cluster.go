@@ -76,6 +76,10 @@ type Options struct {
 	// map, is refused. A SASL principal, if the client authenticates with
 	// SASL too, takes its place.
 	CertPrincipal func(*x509.Certificate) (string, error)
+	// UpstreamIdentity, if set, gives client principals broker
+	// credentials of their own. It needs a principal: SASL or
+	// CertPrincipal.
+	UpstreamIdentity *UpstreamIdentity
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to
@@ -209,6 +213,9 @@ func New(opts Options) (*VirtualCluster, error) {
 	}
 	if opts.SASL != nil {
 		v.failures = &failureBudget{budget: opts.SASL.FailureBudget}
+	}
+	if opts.UpstreamIdentity != nil && opts.SASL == nil && opts.CertPrincipal == nil {
+		return nil, errors.New("upstream identity maps client principals, but the virtual cluster names none: terminate SASL or map TLS client certificates to principals")
 	}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	// Built-ins first: ApiVersions sees requests before any policy filter

@@ -20,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	kafkasasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/wire"
@@ -49,6 +50,9 @@ type pending struct {
 	// raw marks the answer to a raw SASL token: a size and bytes, with no
 	// correlation id.
 	raw bool
+	// barrier, if set, is closed by the responder when it reaches the
+	// entry: every request before it has been answered (see quiesce).
+	barrier chan struct{}
 }
 
 // conn relays one client connection to one broker connection. Two
@@ -90,6 +94,12 @@ type conn struct {
 	// auth is the connection's authentication, when the virtual cluster
 	// terminates SASL; nil otherwise.
 	auth *authState
+	// The broker side's SASL session, owned by readRequests: the address
+	// dialed, the mechanism it authenticated with (nil: none), and when to
+	// renew the session (zero: never).
+	upAddr   string
+	upMech   kafkasasl.Mechanism
+	upReauth time.Time
 }
 
 func (v *VirtualCluster) serve(raw net.Conn, node int32) {
@@ -124,7 +134,20 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		client.Close()
 		return
 	}
-	up, addr, err := v.dialUpstream(node)
+	// The broker connection authenticates as the gateway, or as the
+	// principal's own upstream identity. A SASL principal is known only
+	// once the client has authenticated: until then the broker connection
+	// stays unauthenticated, which carries ApiVersions and nothing else.
+	var upMech kafkasasl.Mechanism
+	if v.opts.UpstreamIdentity == nil || v.opts.SASL == nil {
+		if upMech, err = v.upstreamMechanism(principal); err != nil {
+			log.Warn("refusing the client: "+err.Error(), "principal", principal,
+				"fix", "give the principal credentials under upstream_identity.principals, or set upstream_identity.unmapped: gateway")
+			client.Close()
+			return
+		}
+	}
+	up, addr, lifetime, err := v.dialUpstream(node, upMech)
 	if err != nil {
 		v.m.err(errUpstreamConnect)
 		log.Warn("cannot reach the broker; closing the client connection", "err", err)
@@ -142,6 +165,9 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 		inflight: make(chan pending, v.opts.MaxInflight),
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
+		upAddr:   addr,
+		upMech:   upMech,
+		upReauth: reauthAt(time.Now(), lifetime),
 	}
 	c.in.r = client
 	c.cr = bufio.NewReaderSize(&c.in, readBufSize)
@@ -206,22 +232,26 @@ func (v *VirtualCluster) serve(raw net.Conn, node int32) {
 	c.log.Debug("connection closed")
 }
 
-func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
+// dialUpstream connects to the broker a client port stands for, and
+// authenticates the connection with mech unless it is nil. It returns the
+// broker's session lifetime too (0: unbounded or unauthenticated).
+func (v *VirtualCluster) dialUpstream(node int32, mech kafkasasl.Mechanism) (net.Conn, string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(v.ctx, v.opts.Target.ConnectTimeout)
 	defer cancel()
 	dial := v.dialer()
+	var lifetime time.Duration
 	if node != bootstrapNode {
 		addr, err := v.upstreamAddr(ctx, node)
 		if err != nil {
-			return nil, "", err
+			return nil, "", 0, err
 		}
 		c, err := dial(ctx, "tcp", addr)
-		if err == nil && v.opts.Target.SASL != nil {
-			if err = v.authenticateUpstream(ctx, c, addr); err != nil {
+		if err == nil && mech != nil {
+			if lifetime, err = v.authenticateUpstream(ctx, c, addr, mech); err != nil {
 				c.Close()
 			}
 		}
-		return c, addr, err
+		return c, addr, lifetime, err
 	}
 	// Bootstrap: try each server once, from a random start, so that
 	// clients spread over the servers and one down server costs one dial.
@@ -231,17 +261,17 @@ func (v *VirtualCluster) dialUpstream(node int32) (net.Conn, string, error) {
 	for i := range bs {
 		addr := bs[(start+i)%len(bs)]
 		c, err := dial(ctx, "tcp", addr)
-		if err == nil && v.opts.Target.SASL != nil {
-			if err = v.authenticateUpstream(ctx, c, addr); err != nil {
+		if err == nil && mech != nil {
+			if lifetime, err = v.authenticateUpstream(ctx, c, addr, mech); err != nil {
 				c.Close()
 			}
 		}
 		if err == nil {
-			return c, addr, nil
+			return c, addr, lifetime, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, "", errors.Join(errs...)
+	return nil, "", 0, errors.Join(errs...)
 }
 
 // certPrincipal names a client by its TLS certificate, when the virtual
@@ -351,6 +381,11 @@ func (c *conn) readRequests() error {
 			}
 			if taken {
 				continue
+			}
+		}
+		if !c.upReauth.IsZero() {
+			if err := c.renewBrokerSession(); err != nil {
+				return err
 			}
 		}
 		p := pending{
@@ -864,6 +899,10 @@ func (c *conn) respond() {
 				c.clientWriteErr(err)
 			}
 			return
+		}
+		if p.barrier != nil {
+			close(p.barrier)
+			continue
 		}
 		if p.local != nil {
 			if _, err := c.cw.Write(p.local); err != nil {

@@ -68,7 +68,7 @@ const (
 	errUpstreamConnect = "upstream_connect"
 	// errUpstreamAuth: the broker refused credentials the gateway
 	// presented for a client principal, or a session renewal failed.
-	errUpstreamAuth   = "upstream_auth"
+	errUpstreamAuth    = "upstream_auth"
 	errUpstreamClosed  = "upstream_closed"
 	errUpstreamTimeout = "upstream_timeout"
 	errUpstreamProto   = "upstream_protocol"

@@ -2,11 +2,11 @@ package proxy
 
 import (
 	"context"
-	"math/rand/v2"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"time"
 

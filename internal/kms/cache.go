@@ -38,7 +38,7 @@ const (
 // gave up (its context ended) tries again itself.
 const maxFlightRetries = 3
 
-// NewCache returns a KMS that answers Unwrap (by KEK name and wrapped key) and DeriveKey (by KEK name, version
+// NewCache returns a KMS that answers Unwrap (by KEK name, Binding and wrapped key) and DeriveKey (by KEK name, version
 // and label) from memory when it can, and asks k otherwise. Concurrent misses for the same entry share one call
 // to k. Wrap always goes to k: every Wrap wraps a fresh DEK, so there is nothing to reuse (filters cache their
 // own DEKs). Errors other than ErrKeyNotFound and ErrInvalid (ErrUnavailable, context errors) are never cached.
@@ -104,6 +104,10 @@ func (c *cache) Wrap(ctx context.Context, kek string, dek []byte) ([]byte, error
 func (c *cache) Unwrap(ctx context.Context, kek string, wrapped []byte) ([]byte, error) {
 	var buf [128]byte
 	key := appendKey(buf[:0], 'u', kek)
+	// The binding is part of the answer: a KMS that checks it would refuse the same wrapped key under another.
+	topic := BindingFrom(ctx).Topic
+	key = binary.AppendUvarint(key, uint64(len(topic)))
+	key = append(key, topic...)
 	key = append(key, wrapped...)
 	val, _, err := c.get(ctx, key, c.opt.TTL, func(ctx context.Context) ([]byte, int, error) {
 		dek, err := c.k.Unwrap(ctx, kek, wrapped)

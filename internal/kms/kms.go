@@ -1,7 +1,7 @@
 // Package kms is the interface Strait's encryption filters use to protect data-encryption keys (DEKs) with
 // key-encryption keys (KEKs) held by a key management system, and a cache in front of it. Implementations:
-// internal/kms/vault (a filesystem vault). HashiCorp Vault Transit, AWS KMS, GCP KMS etc. must be addable as
-// further implementations without touching the filters.
+// internal/kms/vault (a filesystem vault) and internal/kms/awskms (AWS KMS). HashiCorp Vault Transit, GCP KMS
+// etc. must be addable as further implementations without touching the filters.
 package kms
 
 import (
@@ -25,6 +25,32 @@ type KMS interface {
 	DeriveKey(ctx context.Context, kek string, version int, label []byte) (key []byte, usedVersion int, err error)
 	// Name describes the KMS for logs ("vault /etc/strait/vault").
 	Name() string
+}
+
+// Binding is non-secret data a wrapped key is bound to besides its KEK. A KMS that authenticates such data
+// with what it wraps (AWS KMS's encryption context) binds it, so that Unwrap succeeds only under the Binding
+// Wrap had; one that cannot (the filesystem vault's AES key wrap) ignores it. The filters bind the topic in
+// their own associated data either way: this adds the KMS's own check, and its audit log, on top.
+type Binding struct {
+	// Topic is the topic whose records the DEK seals; empty when the filter does not bind records to their
+	// topic (bind_topic: false).
+	Topic string
+}
+
+type bindingKey struct{}
+
+// WithBinding returns ctx carrying b for the Wrap and Unwrap calls made under it.
+func WithBinding(ctx context.Context, b Binding) context.Context {
+	if b == (Binding{}) {
+		return ctx
+	}
+	return context.WithValue(ctx, bindingKey{}, b)
+}
+
+// BindingFrom returns the Binding ctx carries, the zero Binding when none.
+func BindingFrom(ctx context.Context) Binding {
+	b, _ := ctx.Value(bindingKey{}).(Binding)
+	return b
 }
 
 // Errors. Implementations wrap these (errors.Is) so filters can map them to Kafka error codes.

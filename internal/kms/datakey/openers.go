@@ -59,13 +59,21 @@ func (o *Openers) put(key []byte, a cipher.AEAD) {
 // are the KMS's, marked kms.ErrUnavailable when the call timed out, or
 // kms.ErrInvalid when the KMS unwrapped a key of the wrong length.
 func (o *Openers) Get(ctx context.Context, key, kek, wrapped []byte) (cipher.AEAD, error) {
+	return o.GetBound(ctx, key, kek, wrapped, kms.Binding{})
+}
+
+// GetBound is Get for a DEK wrapped under binding b (Ring.ReserveBound). The
+// binding is not part of the cache key: it is checked by the KMS when the DEK
+// is first unwrapped, and by the filter's own associated data for every
+// value after.
+func (o *Openers) GetBound(ctx context.Context, key, kek, wrapped []byte, b kms.Binding) (cipher.AEAD, error) {
 	o.mu.RLock()
 	a, ok := o.m[string(key)]
 	o.mu.RUnlock()
 	if ok {
 		return a, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.timeout)
+	cctx, cancel := context.WithTimeout(kms.WithBinding(ctx, b), o.timeout)
 	defer cancel()
 	dek, err := o.k.Unwrap(cctx, string(kek), wrapped)
 	if err != nil {

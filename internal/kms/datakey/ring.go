@@ -12,7 +12,9 @@ import (
 	"github.com/straitgw/strait/internal/kms"
 )
 
-// Ring holds the current DEK of each KEK and makes new ones: after
+// Ring holds the current DEK of each KEK (and binding: a KEK shared by
+// several topics has a DEK per topic when the filter binds records to their
+// topic, as the KMS binds each wrapped DEK to one) and makes new ones: after
 // MaxRecords values, after MaxAge, or when none exists yet. Concurrent
 // callers that need a new DEK for the same KEK share one KMS call. It is safe
 // for concurrent use.
@@ -25,7 +27,13 @@ type Ring struct {
 	onNew      func(d *DEK)
 
 	mu    sync.Mutex
-	slots map[string]*slot
+	slots map[slotKey]*slot
+}
+
+// slotKey names a slot: a KEK and the binding its DEKs are wrapped under.
+type slotKey struct {
+	kek   string
+	topic string
 }
 
 // RingOptions configure a Ring.
@@ -46,7 +54,7 @@ func NewRing(o RingOptions) *Ring {
 		o.Now = time.Now
 	}
 	return &Ring{k: o.KMS, maxRecords: o.MaxRecords, maxAge: o.MaxAge, timeout: o.Timeout, now: o.Now,
-		onNew: o.OnNew, slots: map[string]*slot{}}
+		onNew: o.OnNew, slots: map[slotKey]*slot{}}
 }
 
 // negativeTTL is how long a KEK the KMS says does not exist is taken as
@@ -74,7 +82,7 @@ type flight struct {
 }
 
 // slot returns the slot of kek, making it if needed.
-func (r *Ring) slot(kek string) *slot {
+func (r *Ring) slot(kek slotKey) *slot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.slots[kek]
@@ -103,7 +111,14 @@ func (r *Ring) slot(kek string) *slot {
 // missing KEK (kms.ErrKeyNotFound) is taken as missing, without asking the
 // KMS again, for a few seconds.
 func (r *Ring) Reserve(ctx context.Context, kek string, n int) (d *DEK, first uint64, got int, err error) {
-	s := r.slot(kek)
+	return r.ReserveBound(ctx, kek, kms.Binding{}, n)
+}
+
+// ReserveBound is Reserve for a DEK wrapped under binding b (kms.Binding):
+// only what is sealed for that binding may use it, since unwrapping it takes
+// the same binding.
+func (r *Ring) ReserveBound(ctx context.Context, kek string, b kms.Binding, n int) (d *DEK, first uint64, got int, err error) {
+	s := r.slot(slotKey{kek, b.Topic})
 	// A fresh DEK has room for at least one value, and its maker takes its
 	// counters first, so every round serves some caller; but callers that
 	// keep coming back (one per record) can win round after round while
@@ -117,7 +132,7 @@ func (r *Ring) Reserve(ctx context.Context, kek string, n int) (d *DEK, first ui
 			}
 		}
 		var made bool
-		if d, made, first, got, err = r.renew(ctx, s, kek, d, n); err != nil {
+		if d, made, first, got, err = r.renew(ctx, s, kek, b, d, n); err != nil {
 			return nil, 0, 0, err
 		}
 		if made {
@@ -141,7 +156,7 @@ const maxRounds = 10000
 // it before anyone else can see it (made is then true): however many
 // callers race for DEKs that hold only a few counters, each round serves
 // one of them, so none waits forever.
-func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK, n int) (d *DEK, made bool, first uint64, got int, err error) {
+func (r *Ring) renew(ctx context.Context, s *slot, kek string, b kms.Binding, old *DEK, n int) (d *DEK, made bool, first uint64, got int, err error) {
 	s.mu.Lock()
 	if d := s.cur.Load(); d != old && d != nil && r.now().Before(d.expires) {
 		s.mu.Unlock()
@@ -160,7 +175,7 @@ func (r *Ring) renew(ctx context.Context, s *slot, kek string, old *DEK, n int) 
 		// The call must not end with the first caller's connection:
 		// others wait for it. The timeout bounds it instead.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
-		f.d, f.err = r.make(cctx, kek)
+		f.d, f.err = r.make(kms.WithBinding(cctx, b), kek)
 		cancel()
 		s.mu.Lock()
 		s.flight = nil

@@ -5,25 +5,50 @@
 package kmsconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/straitgw/strait/internal/kms"
+	"github.com/straitgw/strait/internal/kms/awskms"
 	"github.com/straitgw/strait/internal/kms/vault"
 )
 
 // Config selects and configures a KMS.
 type Config struct {
-	// Type is the backend: vault (a filesystem vault, see docs/kms.md).
-	Type string `yaml:"type"`
-	// Path is the vault directory (or single .json file) for type vault.
-	Path string `yaml:"path"`
-	// Timeout bounds each call to the KMS. Zero means the filter's default.
+	Backend `yaml:",inline"`
+	// Timeout bounds each call to the KMS, retries included. Zero means
+	// the filter's default.
 	Timeout time.Duration `yaml:"timeout"`
 	// Cache sets the cache in front of the KMS.
 	Cache Cache `yaml:"cache"`
+	// Previous is a KMS the block only reads from: a DEK that the KMS
+	// above says is not its own (a key it does not have, a wrapped key it
+	// cannot read) is unwrapped by this one. It keeps records written
+	// before a topic moved to a new KMS readable (docs/kms.md).
+	Previous Backend `yaml:"previous"`
+}
+
+// Backend is one KMS: its type and that type's settings. Each type reads
+// only its own fields.
+type Backend struct {
+	// Type is the backend: vault (a filesystem vault) or aws (AWS KMS).
+	Type string `yaml:"type"`
+	// Path is the vault directory (or single .json file) for type vault.
+	Path string `yaml:"path"`
+	// Region is the AWS region for type aws; empty takes the standard
+	// AWS chain's (AWS_REGION, the shared config file).
+	Region string `yaml:"region"`
+	// Endpoint overrides the AWS KMS endpoint for type aws (a VPC
+	// endpoint, or a local KMS); empty is AWS's own for the region.
+	Endpoint string `yaml:"endpoint"`
+	// HMACKey names the HMAC KMS key that deterministic encryption uses
+	// for a KEK, for type aws; {kek} is the KEK's name. Default
+	// "{kek}-hmac".
+	HMACKey string `yaml:"hmac_key"`
 }
 
 // Cache sets the cache in front of the KMS (kms.NewCache). It is on unless
@@ -36,19 +61,14 @@ type Cache struct {
 	NegativeTTL time.Duration `yaml:"negative_ttl"`
 }
 
+const types = "vault (a filesystem vault) or aws (AWS KMS); see docs/kms.md"
+
 // Validate reports every problem of the block at once, each naming its
 // field (relative to the block, prefixed "kms.") and the fix.
 func (c Config) Validate() error {
-	var errs []error
-	switch c.Type {
-	case "":
-		errs = append(errs, errors.New("kms.type: is empty: set the KMS that holds the key-encryption keys; the one available is vault (a filesystem vault, see docs/kms.md)"))
-	case "vault":
-		if c.Path == "" {
-			errs = append(errs, errors.New("kms.path: is empty: set the vault directory (or single .json file), made with `strait keys create --vault PATH NAME`"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("kms.type: unknown KMS %q: the one available is vault", c.Type))
+	errs := c.Backend.validate("kms.", true)
+	if c.Previous != (Backend{}) {
+		errs = append(errs, c.Previous.validate("kms.previous.", false)...)
 	}
 	if c.Timeout < 0 {
 		errs = append(errs, errors.New("kms.timeout: must not be negative: leave it out for the default (5s)"))
@@ -60,25 +80,83 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+func (b Backend) validate(p string, top bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(p+format, args...)) }
+	// notFor names the fields set that the type does not read.
+	notFor := func(typ string, fields map[string]string) {
+		for _, name := range []string{"path", "region", "endpoint", "hmac_key"} {
+			if fields[name] != "" {
+				bad("%s: is not a setting of type %s: remove it", name, typ)
+			}
+		}
+	}
+	switch b.Type {
+	case "":
+		if top {
+			bad("type: is empty: set the KMS that holds the key-encryption keys: %s", types)
+		} else {
+			bad("type: is empty: set the KMS that holds the older key-encryption keys: %s", types)
+		}
+	case "vault":
+		if b.Path == "" {
+			bad("path: is empty: set the vault directory (or single .json file), made with `strait keys create --vault PATH NAME`")
+		}
+		notFor("vault", map[string]string{"region": b.Region, "endpoint": b.Endpoint, "hmac_key": b.HMACKey})
+	case "aws":
+		if b.Endpoint != "" && !strings.HasPrefix(b.Endpoint, "https://") && !strings.HasPrefix(b.Endpoint, "http://") {
+			bad("endpoint: %q is not a URL: write https://HOST (or leave it out for AWS's own endpoint)", b.Endpoint)
+		}
+		if b.HMACKey != "" && !strings.Contains(b.HMACKey, "{kek}") {
+			bad(`hmac_key: %q has no {kek}: every KEK needs an HMAC key of its own, e.g. hmac_key: "{kek}-hmac"`, b.HMACKey)
+		}
+		notFor("aws", map[string]string{"path": b.Path})
+	default:
+		bad("type: unknown KMS %q: use %s", b.Type, types)
+	}
+	return errs
+}
+
 // Open builds the KMS the block describes, behind a cache unless disabled.
 func Open(c Config) (kms.KMS, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	var k kms.KMS
-	switch c.Type {
-	case "vault":
-		v, err := vault.Open(c.Path, vault.Options{})
+	k, err := c.Backend.open("kms.")
+	if err != nil {
+		return nil, err
+	}
+	if c.Previous != (Backend{}) {
+		prev, err := c.Previous.open("kms.previous.")
 		if err != nil {
-			return nil, fmt.Errorf("kms.path: %w", err)
+			return nil, err
 		}
-		k = v
+		k = kms.WithPrevious(k, prev)
 	}
 	if c.Cache.Disabled {
 		return k, nil
 	}
 	cc := c.Cache
 	return kms.NewCache(k, kms.CacheOptions{MaxEntries: cc.MaxEntries, TTL: cc.TTL, LatestTTL: cc.LatestTTL, NegativeTTL: cc.NegativeTTL}), nil
+}
+
+// open builds one backend, counted in kms.Calls. p prefixes field names in errors.
+func (b Backend) open(p string) (kms.KMS, error) {
+	switch b.Type {
+	case "vault":
+		v, err := vault.Open(b.Path, vault.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("%spath: %w", p, err)
+		}
+		return kms.Metered(v, "vault"), nil
+	case "aws":
+		a, err := awskms.New(context.Background(), awskms.Options{Region: b.Region, Endpoint: b.Endpoint, HMACKey: b.HMACKey})
+		if err != nil {
+			return nil, fmt.Errorf("%stype: aws: %w", p, err)
+		}
+		return kms.Metered(a, "aws"), nil
+	}
+	return nil, fmt.Errorf("%stype: unknown KMS %q", p, b.Type)
 }
 
 // Opener opens each distinct block once, so that filters configured with

@@ -16,7 +16,9 @@ func WithPrevious(k, previous KMS) KMS { return &withPrevious{k: k, prev: previo
 
 type withPrevious struct{ k, prev KMS }
 
-func (p *withPrevious) Name() string { return p.k.Name() + ", then " + p.prev.Name() + " for older keys" }
+func (p *withPrevious) Name() string {
+	return p.k.Name() + ", then " + p.prev.Name() + " for older keys"
+}
 
 func (p *withPrevious) Wrap(ctx context.Context, kek string, dek []byte) ([]byte, error) {
 	return p.k.Wrap(ctx, kek, dek)

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
@@ -109,6 +111,23 @@ func New(cfg Config, k kms.KMS) (*Filter, error) {
 	f.keys = datakey.NewDeterministic(datakey.DeterministicOptions{KMS: k, Timeout: cfg.KMSTimeout, Now: now, Label: keyLabel})
 	return f, nil
 }
+
+// binding is what the KMS binds a DEK for topic to: the topic, when records
+// are bound to it (bind_topic, recorded in each record's marker), so that a
+// KMS that can check it (AWS KMS's encryption context) does so too.
+func (f *Filter) binding(topic string, bound bool) kms.Binding {
+	if !bound {
+		return kms.Binding{}
+	}
+	return kms.Binding{Topic: topic}
+}
+
+// Describe implements prometheus.Collector: the calls that reached the KMS
+// (strait_kms_calls_total), which belong to the process, not to one filter.
+func (*Filter) Describe(ch chan<- *prometheus.Desc) { kms.Calls.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (*Filter) Collect(ch chan<- prometheus.Metric) { kms.Calls.Collect(ch) }
 
 // Name implements filter.Filter.
 func (*Filter) Name() string { return "record-encryption" }

@@ -230,7 +230,7 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 	if !hasDEK {
 		return dst, true, nil
 	}
-	aead, err := j.aead(m.kek, m.wrapped)
+	aead, err := j.aead(m.kek, m.wrapped, bound)
 	if err != nil {
 		return dst, false, err
 	}
@@ -248,13 +248,15 @@ func (j *opener) openRecord(dst []byte, r *recordbatch.Record, raw []byte) ([]by
 }
 
 // aead returns the AEAD of a record's DEK.
-func (j *opener) aead(kek, wrapped []byte) (cipher.AEAD, error) {
+// bound says the record was sealed bound to its topic, and so was its DEK
+// wrapped.
+func (j *opener) aead(kek, wrapped []byte, bound bool) (cipher.AEAD, error) {
 	s := j.s
 	s.cacheKey = datakey.AppendOpenerKey(s.cacheKey[:0], kek, wrapped)
 	if j.lastAEAD != nil && bytes.Equal(s.cacheKey, s.lastDEK) {
 		return j.lastAEAD, nil
 	}
-	a, err := j.f.opens.Get(j.ctx, s.cacheKey, kek, wrapped)
+	a, err := j.f.opens.GetBound(j.ctx, s.cacheKey, kek, wrapped, j.f.binding(j.topic, bound))
 	if err != nil {
 		return nil, err
 	}

@@ -212,7 +212,7 @@ func (j *sealer) sealInto(dst, recs []byte, n int) ([]byte, error) {
 // for the want records still to come.
 func (j *sealer) nextIV(want int) (*datakey.DEK, uint64, error) {
 	if j.ivLeft == 0 {
-		d, first, got, err := j.f.ring.Reserve(j.ctx, j.kek, max(want, 1))
+		d, first, got, err := j.f.ring.ReserveBound(j.ctx, j.kek, j.f.binding(j.topic, j.f.bind), max(want, 1))
 		if err != nil {
 			return nil, 0, err
 		}

@@ -234,7 +234,7 @@ func TestOverheadOf1KiBRecord(t *testing.T) {
 	last := makeBatch(t, defaultBatchOpts(), recs[0])
 	// Take the counters up to the largest (3 bytes) without sealing.
 	skip := DefaultMaxRecords - 1 - len(recs)
-	if _, first, got, err := f.ring.Reserve(context.Background(), kek, skip); err != nil || first != uint64(len(recs)) || got != skip {
+	if _, first, got, err := f.ring.ReserveBound(context.Background(), kek, kms.Binding{Topic: "secure-orders"}, skip); err != nil || first != uint64(len(recs)) || got != skip {
 		t.Fatalf("reserving %d counters after %d records: first %d, got %d (%v)", skip, len(recs), first, got, err)
 	}
 	sealedLast := sealOne(t, f, "secure-orders", last)

@@ -133,6 +133,46 @@ func (c *Chain) OnResponse(ctx *Context, m Mask, upTo int, resp *Response) error
 	return nil
 }
 
+// Skims reports whether every filter in mask is a RequestSkimmer, so that
+// PassRequest may be asked.
+func (c *Chain) Skims(m Mask) bool {
+	for i := range c.filters {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		if _, ok := c.filters[i].(RequestSkimmer); !ok {
+			return false
+		}
+	}
+	return m != 0
+}
+
+// PassRequest asks the filters in mask whether they let the request go on
+// unread; false as soon as one wants it decoded. A panicking skimmer
+// counts as wanting it: the request is then decoded, and the filter's
+// OnRequest has its say.
+func (c *Chain) PassRequest(ctx *Context, m Mask, h Header, body []byte, whole bool) bool {
+	for i := range c.filters {
+		if m&(1<<i) == 0 {
+			continue
+		}
+		s, ok := c.filters[i].(RequestSkimmer)
+		if !ok || !safePass(s, ctx, h, body, whole) {
+			return false
+		}
+	}
+	return true
+}
+
+func safePass(s RequestSkimmer, ctx *Context, h Header, body []byte, whole bool) (pass bool) {
+	defer func() {
+		if recover() != nil {
+			pass = false
+		}
+	}()
+	return s.PassRequest(ctx, h, body, whole)
+}
+
 // WantsResponse asks the skimming filters in mask whether they need the
 // response decoded; filters without a skimmer always do.
 func (c *Chain) WantsResponse(m Mask, upTo int, key, version int16, body []byte) bool {

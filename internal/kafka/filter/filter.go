@@ -58,6 +58,22 @@ type ResponseSkimmer interface {
 	WantsResponse(key, version int16, body []byte) bool
 }
 
+// RequestSkimmer is optional for a RequestHandler. Before reading a
+// request the filter subscribed to, the proxy offers it the start of the
+// raw body: the bytes already at hand, up to 64 KiB, and the whole body
+// when whole is set. A filter that can tell from them that it would leave
+// the request as it is returns true; when every subscribed filter does,
+// the request is relayed as bytes, unread and undecoded, as a key no
+// filter subscribes to is. Returning false is always safe: the request is
+// then decoded and OnRequest sees it. h carries no client id. body is only
+// valid during the call.
+//
+// This keeps a filter that mostly only looks (authorization, when the
+// principal may use every resource named) off the decoding path.
+type RequestSkimmer interface {
+	PassRequest(c *Context, h Header, body []byte, whole bool) bool
+}
+
 // KeyRange selects versions MinVersion..MaxVersion of one API key. A
 // MaxVersion of zero means every version from MinVersion up.
 type KeyRange struct {

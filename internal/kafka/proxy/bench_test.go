@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/filters/authz"
+	"github.com/straitgw/strait/internal/kafka/wire"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -68,7 +71,41 @@ func produceFrames(version int16, valueSize int) (req []byte, resp []byte) {
 // BenchmarkRelayProduce measures one 1 KiB Produce round trip through the
 // proxy (pipelined, 64 in flight) over loopback, against a broker stub.
 // v9 is fully opaque to the filters; v11 is skimmed for KIP-951 addresses.
-func BenchmarkRelayProduce(b *testing.B) {
+func BenchmarkRelayProduce(b *testing.B) { benchRelayProduce(b, nil) }
+
+// lookingFilter subscribes to Produce and only looks, as the authorization
+// filter does when every topic is allowed: the cost of a subscription.
+type lookingFilter struct{}
+
+func (lookingFilter) Name() string { return "looking" }
+func (lookingFilter) Interest() filter.Interest {
+	return filter.Interest{Requests: filter.Keys(wire.KeyProduce)}
+}
+func (lookingFilter) OnRequest(_ *filter.Context, req *filter.Request) error {
+	req.Unchanged()
+	return nil
+}
+
+// BenchmarkRelayProduceLooked is BenchmarkRelayProduce with a filter that
+// subscribes to Produce and changes nothing.
+func BenchmarkRelayProduceLooked(b *testing.B) {
+	benchRelayProduce(b, []filter.Filter{lookingFilter{}})
+}
+
+// BenchmarkRelayProduceAuthorized is BenchmarkRelayProduce through the
+// authorization filter, every topic allowed: it lets each request through
+// unread (filter.RequestSkimmer).
+func BenchmarkRelayProduceAuthorized(b *testing.B) {
+	f, err := authz.New(authz.Config{Rules: []authz.Rule{
+		{Effect: "allow", Principals: []string{"anonymous"}, Resource: "topic", Names: []string{"*"}, Operations: []string{"ALL"}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRelayProduce(b, []filter.Filter{f})
+}
+
+func benchRelayProduce(b *testing.B, filters []filter.Filter) {
 	for _, bc := range []struct {
 		name    string
 		version int16
@@ -79,7 +116,7 @@ func BenchmarkRelayProduce(b *testing.B) {
 			req, resp := produceFrames(version, bc.size)
 			up := echoBroker(b, func(int16) []byte { return resp })
 			vc, err := New(Options{Name: "bench", Listen: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
-				NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true})
+				NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true, Filters: filters})
 			if err != nil {
 				b.Fatal(err)
 			}

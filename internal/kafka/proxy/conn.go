@@ -395,6 +395,15 @@ func (c *conn) readRequests() error {
 		}
 		expect := true
 		var saslMechanism string
+		if reqMask != 0 && v.chain.Skims(reqMask) {
+			pass, err := c.skimRequest(h, size, reqMask)
+			if err != nil {
+				return c.peekErr("client request", err)
+			}
+			if pass {
+				reqMask = 0
+			}
+		}
 		if reqMask == 0 {
 			if h.Key == wire.KeySASLHandshake && h.Version == 0 {
 				m, err := c.peekMechanism(h, size)
@@ -736,6 +745,19 @@ func (c *conn) peekAcks(h wire.RequestHeader, size int) (int16, error) {
 		}
 		n = next
 	}
+}
+
+// skimRequest offers the start of a request's body to the filters in m,
+// which all skim: it reports whether they let it go on unread. It peeks
+// what the read buffer holds (the whole frame, up to its size), so a
+// request they pass is relayed as any unfiltered one.
+func (c *conn) skimRequest(h wire.RequestHeader, size int, m filter.Mask) (bool, error) {
+	b, err := c.cr.Peek(min(size, c.cr.Size()))
+	if err != nil {
+		return false, err
+	}
+	hdr := filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID}
+	return c.v.chain.PassRequest(&c.fc, m, hdr, b[h.Len:], len(b) == size), nil
 }
 
 // filterRequest decodes a request some filter wants, runs the chain, and

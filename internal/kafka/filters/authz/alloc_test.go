@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/wire"
 )
 
 // TestHotPathAllocations: an allowed Produce or Fetch, its decisions
@@ -36,5 +37,25 @@ func TestHotPathAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(100, run); n != 0 {
 			t.Errorf("%T: %v allocations per request, want 0", req, n)
 		}
+	}
+}
+
+// TestPassRequestAllocations: letting an allowed Produce or Fetch through
+// unread allocates nothing once the connection has decided its topics.
+func TestPassRequestAllocations(t *testing.T) {
+	f := newFilter(t, benchRules()...)
+	c, _ := testCtx(t, "alice")
+	produce, fetch := benchProduce(1, 1<<10), benchFetch(5)
+	pb, fb := produce.AppendTo(nil), fetch.AppendTo(nil)
+	hp := filter.Header{Key: wire.KeyProduce, Version: produce.Version}
+	hf := filter.Header{Key: wire.KeyFetch, Version: fetch.Version}
+	if !f.PassRequest(c, hp, pb[:64], false) || !f.PassRequest(c, hf, fb, true) {
+		t.Fatal("allowed requests were not passed")
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		f.PassRequest(c, hp, pb[:64], false)
+		f.PassRequest(c, hf, fb, true)
+	}); n != 0 {
+		t.Errorf("%v allocations per Produce and Fetch passed, want 0", n)
 	}
 }

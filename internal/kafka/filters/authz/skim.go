@@ -1,0 +1,85 @@
+package authz
+
+import (
+	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/wire"
+)
+
+// PassRequest implements filter.RequestSkimmer for the hot path: a Produce
+// that names one topic and no transactional id, or a Fetch, whose every
+// topic the principal may use goes to the broker unread, as bytes. Checking
+// it takes a look at the body's start and the connection's own decisions.
+// Anything else (several topics in one Produce, a transactional id, a
+// refusal, a follower's fetch, a topic ID that does not resolve) is decoded
+// and checked by OnRequest, which also logs and answers refusals.
+//
+// A transactional batch without a transactional id needs no look here:
+// the broker refuses it whoever sends it, as this filter's own check does.
+func (f *Filter) PassRequest(c *filter.Context, h filter.Header, body []byte, whole bool) bool {
+	switch h.Key {
+	case wire.KeyProduce:
+		if h.Version > handlers[wire.KeyProduce].maxVersion {
+			return false
+		}
+		p, ok := wire.SkimProduce(body, h.Version)
+		if !ok || p.Topics != 1 || p.Transactional {
+			return false
+		}
+		d := f.connDecisions(c, c.Principal())
+		if !f.allows(c, d, h.Version >= 13, p.Name, p.ID, opWrite) {
+			return false
+		}
+		countDecisions(c.VirtualCluster, 1, 0)
+		return true
+	case wire.KeyFetch:
+		if !whole || h.Version > handlers[wire.KeyFetch].maxVersion {
+			return false
+		}
+		d := f.connDecisions(c, c.Principal())
+		allowed, refused := 0, false
+		follower, ok := wire.SkimFetch(body, h.Version, func(t wire.FetchTopic) bool {
+			if !f.allows(c, d, h.Version >= 13, t.Name, t.ID, opRead) {
+				refused = true
+				return false
+			}
+			allowed++
+			return true
+		})
+		if !ok || follower || refused {
+			return false
+		}
+		countDecisions(c.VirtualCluster, allowed, 0)
+		return true
+	}
+	return false
+}
+
+// allows reports whether the connection's principal may do op on a topic
+// named by name, or by id when byID. It answers from the connection's
+// decisions, then the engine's; it never logs (a refusal is logged when
+// OnRequest takes the request).
+func (f *Filter) allows(c *filter.Context, d *connDecisions, byID bool, name []byte, id [16]byte, op operation) bool {
+	if byID {
+		n, err := c.TopicName(id)
+		if err != nil {
+			return false
+		}
+		return f.decideIn(d, n, op)
+	}
+	// The lookup with string(name) in the key does not copy name.
+	if v, ok := d.m[connKey{name: string(name), res: resTopic, op: op}]; ok {
+		return v
+	}
+	return f.decideIn(d, string(name), op)
+}
+
+// decideIn takes a topic decision through the connection's decisions d.
+func (f *Filter) decideIn(d *connDecisions, name string, op operation) bool {
+	k := connKey{name: name, res: resTopic, op: op}
+	if v, ok := d.m[k]; ok {
+		return v
+	}
+	v := f.engine.allowed(d.principal, resTopic, name, op)
+	d.put(k, v)
+	return v
+}

@@ -28,7 +28,7 @@ func commands() []command {
 		{"validate", "check a config file and report every error (-c FILE)", runValidate},
 		{"broker", "run a development Kafka cluster (for development and tests only)", runBroker},
 		{"registry", "run a development schema registry (Confluent REST API; for development and tests only)", runRegistry},
-		{"keys", "manage key-encryption keys in a filesystem vault: create, rotate, list", runKeys},
+		{"keys", "manage key-encryption keys in a filesystem vault or AWS KMS: create, rotate, list", runKeys},
 		{"users", "manage the users of SASL PLAIN and SCRAM in a credential store: add, remove, list", runUsers},
 		{"mock", "run a mock LLM provider (mock llm; for tests and benchmarks only)", runMock},
 		{"bench", "measure: Kafka load (kafka), rate sweeps (sweep), the layer table (layers), LLM load (llm, llm-layers), comparisons (compare)", runBench},

@@ -34,10 +34,11 @@ func keysCommands() []command {
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
 		w, err := helpOrUsage(args, stdout, stderr)
-		fmt.Fprintln(w, "Usage: strait keys <command> [--vault PATH] [NAME]\n\nCommands:")
+		fmt.Fprintln(w, "Usage: strait keys <command> [--vault PATH | --kms aws] [NAME]\n\nCommands:")
 		printCommands(w, keysCommands())
 		fmt.Fprintf(w, "\nThe vault is --vault PATH, else $STRAIT_VAULT, else ./%s: a directory (mode 0700, one file per key,\n", defaultVault)
-		fmt.Fprintln(w, "mode 0600) or a single file ending in .json. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
+		fmt.Fprintln(w, "mode 0600) or a single file ending in .json. With --kms aws the keys are AWS KMS keys named by alias,")
+		fmt.Fprintln(w, "credentials and region from the standard AWS chain. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
 		return err
 	}
 	for _, c := range keysCommands() {
@@ -79,14 +80,23 @@ func parseWithArg(fs *flag.FlagSet, args []string, what string) (string, error) 
 	return name, nil
 }
 
-func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runKeysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys create", stdout, stderr)
-	fs.Usage = keysUsage(fs, "create [--vault PATH] NAME",
+	fs.Usage = keysUsage(fs, "create [--vault PATH | --kms aws [--hmac]] NAME",
 		"Creates the key-encryption key NAME (letters, digits, '.', '_', '-') with one version of 32 random bytes.\n"+
-			"Creates the vault if it is missing. Fails if NAME exists: use 'strait keys rotate NAME'.")
+			"Creates the vault if it is missing. Fails if NAME exists: use 'strait keys rotate NAME'.\n"+
+			"With --kms aws, NAME is an alias (alias/NAME) given to a new symmetric AWS KMS key.")
 	path := vaultFlag(fs)
+	backend := kmsFlags(fs)
+	withHMAC := fs.Bool("hmac", false, "with --kms aws: also create the HMAC key (alias NAME-hmac) that deterministic encryption (encrypt_key) needs")
 	name, err := parseWithArg(fs, args, "key name")
 	if err != nil {
+		return err
+	}
+	if backend.aws() {
+		return awsKeysCreate(ctx, backend, name, *withHMAC, stdout)
+	}
+	if err := backend.checkVault(); err != nil {
 		return err
 	}
 	// The vault's own message would suggest a rotate without --vault.
@@ -107,14 +117,22 @@ func runKeysCreate(_ context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runKeysRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys rotate", stdout, stderr)
-	fs.Usage = keysUsage(fs, "rotate [--vault PATH] NAME",
+	fs.Usage = keysUsage(fs, "rotate [--vault PATH | --kms aws] NAME",
 		"Adds a version to the key-encryption key NAME. Gateways using the vault wrap new data keys with it within\n"+
-			"about a second, without a restart (docs/kms.md); older versions still decrypt.")
+			"about a second, without a restart (docs/kms.md); older versions still decrypt.\n"+
+			"With --kms aws, moves the alias NAME to a new AWS KMS key; the old key stays enabled and still decrypts.")
 	path := vaultFlag(fs)
+	backend := kmsFlags(fs)
 	name, err := parseWithArg(fs, args, "key name")
 	if err != nil {
+		return err
+	}
+	if backend.aws() {
+		return awsKeysRotate(ctx, backend, name, stdout)
+	}
+	if err := backend.checkVault(); err != nil {
 		return err
 	}
 	ki, err := vault.RotateKey(*path, name)
@@ -133,13 +151,21 @@ func runKeysRotate(_ context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-func runKeysList(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runKeysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys list", stdout, stderr)
-	fs.Usage = keysUsage(fs, "list [--vault PATH] [--json]",
-		"Lists the key-encryption keys of the vault: names, versions and creation times. Never key material.")
+	fs.Usage = keysUsage(fs, "list [--vault PATH | --kms aws] [--json]",
+		"Lists the key-encryption keys of the vault: names, versions and creation times. Never key material.\n"+
+			"With --kms aws, lists the aliases of the account and region with their keys' IDs, creation times and states.")
 	path := vaultFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON: [{\"name\", \"versions\": [{\"version\", \"created\"}]}]")
+	backend := kmsFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON: [{\"name\", \"versions\": [{\"version\", \"created\"}]}]; with --kms aws [{\"alias\", \"key_id\", \"created\", \"state\", \"usage\"}]")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if backend.aws() {
+		return awsKeysList(ctx, backend, *asJSON, stdout, stderr)
+	}
+	if err := backend.checkVault(); err != nil {
 		return err
 	}
 	keys, err := vault.ListKeys(*path)

@@ -5,6 +5,8 @@
 # and its JSON Schema and Protobuf serializers import (requests, jsonschema,
 # protobuf); kafkajs and @kafkajs/confluent-schema-registry from npm (pinned
 # by node/package-lock.json). franz-go and sarama come with the Go module.
+# local-kms, a local server of the AWS KMS API that the AWS KMS backend is
+# tested against, is built with go install (into $(go env GOPATH)/bin).
 #
 # Run as root (or with sudo) on Debian 12; then
 #   STRAIT_REQUIRE_INTEROP=1 go test ./test/interop/
@@ -34,3 +36,6 @@ if [ -n "$missing" ]; then
 fi
 
 npm ci --prefix node --no-audit --no-fund --loglevel=error
+
+# Keep in step with localkms.Module (internal/kms/awskms/localkms).
+go install github.com/nsmithuk/local-kms@v0.0.0-20260228092603-2a5e92d09ab6

@@ -180,7 +180,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo config:\n%w", err)
 	}
 	cfg.Log.Level = *logLevel
-	g, err := startGateway(cfg, b, log)
+	g, err := startGateway(cfg, b, log, nil)
 	if err != nil {
 		return fmt.Errorf("%w (pick other ports with --listen, --llm-listen and --admin)", err)
 	}

@@ -115,9 +115,14 @@ func loadConfig(path string) (*config.Config, *built, error) {
 // first but served last, once nothing else can fail: a gateway stopped
 // before it served logged that it had stopped serving, with an error of
 // its own ("Serve called after Shutdown") after the real one.
-func startGateway(cfg *config.Config, b *built, log *slog.Logger) (*gateway, error) {
+// rl, if set, reloads the config (strait run): its metrics are exported,
+// and POST /-/reload on the admin listener runs it.
+func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) (*gateway, error) {
 	filters := b.filters
 	reg := telemetry.NewRegistry()
+	if rl != nil {
+		rl.register(reg)
+	}
 	km := telemetry.NewKafkaMetrics(reg)
 	if err := registerFilterMetrics(reg, filters); err != nil {
 		return nil, err

@@ -26,7 +26,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log.Info("starting", "version", versionString(), "config", *path)
-	g, err := startGateway(cfg, b, log)
+	rl := newReloader(*path, cfg, b, log)
+	// Before the listeners open: SIGHUP's default would end the process.
+	rctx, stopReloads := context.WithCancel(ctx)
+	defer stopReloads()
+	rl.reloadOnSIGHUP(rctx)
+	g, err := startGateway(cfg, b, log, rl)
 	if err != nil {
 		return err
 	}

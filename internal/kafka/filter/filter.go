@@ -74,6 +74,18 @@ type RequestSkimmer interface {
 	PassRequest(c *Context, h Header, body []byte, whole bool) bool
 }
 
+// Reloader is optional for a filter whose settings can change while it
+// runs. When the config is reloaded, the running filter is handed the one
+// the new config builds (same type, same place in the chain).
+// PrepareReload checks that it can take the new settings and returns what
+// makes it do so; it changes nothing itself, so that a reload applies
+// either every change or none. The settings then apply to the requests
+// that follow, on every connection, none closed. An error names the
+// setting that cannot change while the filter runs.
+type Reloader interface {
+	PrepareReload(newer Filter) (apply func(), err error)
+}
+
 // KeyRange selects versions MinVersion..MaxVersion of one API key. A
 // MaxVersion of zero means every version from MinVersion up.
 type KeyRange struct {

@@ -19,8 +19,10 @@
 package authz
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,7 +40,8 @@ const TypeName = "authorization"
 // It is a prometheus.Collector of its metrics, which every authorization
 // filter of the process shares (labelled by virtual cluster).
 type Filter struct {
-	engine       *engine
+	// engine holds the rules; Reload swaps it for a new config's.
+	engine       atomic.Pointer[engine]
 	allowUnknown [wire.MaxKeys]bool
 
 	// refused holds the partitions taken out of Produce and Fetch
@@ -64,7 +67,8 @@ func New(cfg Config) (*Filter, error) {
 	if size == 0 {
 		size = DefaultCacheSize
 	}
-	f := &Filter{engine: newEngine(compile(cfg.Rules), size)}
+	f := &Filter{}
+	f.engine.Store(newEngine(compile(cfg.Rules), size))
 	for _, name := range cfg.AllowUnknownKeys {
 		k, _ := parseKey(name) // checked by Validate
 		f.allowUnknown[k] = true
@@ -139,7 +143,8 @@ func (f *Filter) onRecords(c *filter.Context, req *filter.Request) error {
 
 func (f *Filter) newCall(c *filter.Context, req *filter.Request) call {
 	principal := c.Principal()
-	return call{f: f, c: c, req: req, principal: principal, seen: f.connDecisions(c, principal)}
+	d := f.connDecisions(c, principal)
+	return call{f: f, c: c, req: req, principal: principal, seen: d, eng: d.eng}
 }
 
 // OnResponse implements filter.ResponseHandler.
@@ -187,8 +192,9 @@ type call struct {
 	c         *filter.Context
 	req       *filter.Request
 	principal string
-	// seen is the connection's own decisions.
+	// seen is the connection's own decisions, taken under eng's rules.
 	seen *connDecisions
+	eng  *engine
 	// allowed and denied count the decisions, for the metrics.
 	allowed, denied int
 }
@@ -200,7 +206,7 @@ func (a *call) decide(res resourceType, name string, op operation) bool {
 	if v, ok := a.seen.m[k]; ok {
 		return v
 	}
-	v := a.f.engine.allowed(a.principal, res, name, op)
+	v := a.eng.allowed(a.principal, res, name, op)
 	a.seen.put(k, v)
 	return v
 }
@@ -251,6 +257,7 @@ func (a *call) logDenied(res resourceType, name string, op operation) {
 // Only the connection's request goroutine uses them.
 type connDecisions struct {
 	principal string
+	eng       *engine // the rules they were taken under
 	m         map[connKey]bool
 }
 
@@ -277,16 +284,35 @@ func (d *connDecisions) put(k connKey, allowed bool) {
 // theirs apart.
 type connDecisionsKey struct{ f *Filter }
 
-// connDecisions returns the connection's decisions for principal; a new
-// principal (re-authentication as someone else) starts them afresh.
+// connDecisions returns the connection's decisions for principal under
+// the current rules; a new principal (re-authentication as someone else)
+// or new rules (a reload) start them afresh.
 func (f *Filter) connDecisions(c *filter.Context, principal string) *connDecisions {
 	key := connDecisionsKey{f}
+	eng := f.engine.Load()
 	d, _ := c.Value(key).(*connDecisions)
-	if d == nil || d.principal != principal {
-		d = &connDecisions{principal: principal, m: make(map[connKey]bool)}
+	if d == nil || d.principal != principal || d.eng != eng {
+		d = &connDecisions{principal: principal, eng: eng, m: make(map[connKey]bool)}
 		c.SetValue(key, d)
 	}
 	return d
+}
+
+// PrepareReload implements filter.Reloader: the rules of newer (the
+// filter a new config builds) decide every request from the reload on, on
+// every connection, none closed. Requests in flight finish under the rules
+// that let them through. allow_unknown_keys cannot change this way: it
+// decides which API keys the filter sees, fixed when the virtual cluster
+// starts.
+func (f *Filter) PrepareReload(newer filter.Filter) (func(), error) {
+	n, ok := newer.(*Filter)
+	if !ok {
+		return nil, fmt.Errorf("authorization: cannot take the settings of a %s filter", newer.Name())
+	}
+	if n.allowUnknown != f.allowUnknown {
+		return nil, errors.New("allow_unknown_keys changed: it decides which API keys the filter sees, fixed when the virtual cluster starts; restart Strait to apply it")
+	}
+	return func() { f.engine.Store(n.engine.Load()) }, nil
 }
 
 // respond answers the request in the filter's place.
@@ -330,3 +356,4 @@ var (
 	_ filter.ResponseHandler = (*Filter)(nil)
 	_ filter.ResponseSkimmer = (*Filter)(nil)
 )
+var _ filter.Reloader = (*Filter)(nil)

@@ -47,10 +47,10 @@ cache_size: 100
 	if !f.allowUnknown[29] || !f.allowUnknown[43] || f.allowUnknown[30] {
 		t.Errorf("allowed unknown keys: 29 %v, 43 %v, 30 %v", f.allowUnknown[29], f.allowUnknown[43], f.allowUnknown[30])
 	}
-	if f.engine.cache.half != 50 {
-		t.Errorf("cache half size %d, want 50", f.engine.cache.half)
+	if f.engine.Load().cache.half != 50 {
+		t.Errorf("cache half size %d, want 50", f.engine.Load().cache.half)
 	}
-	if !f.engine.allowed("alice", resTopic, "alice-x", opRead) || f.engine.allowed("mallory", resTopic, "mallory-x", opWrite) {
+	if !f.engine.Load().allowed("alice", resTopic, "alice-x", opRead) || f.engine.Load().allowed("mallory", resTopic, "mallory-x", opWrite) {
 		t.Error("the rules were not applied as written")
 	}
 }
@@ -200,5 +200,46 @@ func TestWrongBodyEndsTheConnection(t *testing.T) {
 	err := f.OnRequest(c, &filter.Request{Header: filter.Header{Key: wire.KeyProduce, Version: 99}, Body: kmsg.NewPtrApiVersionsRequest()})
 	if err == nil {
 		t.Error("a wrong body at a newer version passed")
+	}
+}
+
+// TestReload: new rules decide the next request of a connection that took
+// decisions under the old ones; a change to allow_unknown_keys is refused
+// and leaves the old rules in force.
+func TestReload(t *testing.T) {
+	f := newFilter(t, allow(list("alice"), "topic", list("alice-*"), "ALL"))
+	c, _ := testCtx(t, "alice")
+	produce := func(topic string) bool {
+		r := kmsg.NewPtrProduceRequest()
+		r.Version, r.Acks = 9, -1
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic = topic
+		pt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: make([]byte, 70)}}
+		r.Topics = append(r.Topics, pt)
+		return send(t, f, c, r).untouched()
+	}
+	if !produce("alice-a") || produce("shared-a") {
+		t.Fatal("the first rules do not decide as written")
+	}
+	apply, err := f.PrepareReload(newFilter(t, allow(list("alice"), "topic", list("shared-*"), "ALL")))
+	if err != nil {
+		t.Fatalf("PrepareReload: %v", err)
+	}
+	if !produce("alice-a") {
+		t.Error("preparing a reload changed the rules")
+	}
+	apply()
+	if produce("alice-a") || !produce("shared-a") {
+		t.Error("after the reload the connection still decides by the old rules")
+	}
+	withUnknown, err := New(Config{Rules: []Rule{allow(list("alice"), "topic", list("alice-*"), "ALL")}, AllowUnknownKeys: []string{"DescribeAcls"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.PrepareReload(withUnknown); err == nil || !strings.Contains(err.Error(), "allow_unknown_keys") {
+		t.Errorf("a reload changing allow_unknown_keys: %v, want it refused", err)
+	}
+	if !produce("shared-a") {
+		t.Error("a refused reload changed the rules")
 	}
 }

@@ -121,7 +121,7 @@ func checkConsumerGroupHeartbeat(a *call) error {
 		a.respond(consumerHeartbeatError(r.Version, kerr.TopicAuthorizationFailed.Code, msg))
 		return nil
 	}
-	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != "" && !a.f.engine.allowsEvery(a.principal, resTopic, opDescribe) {
+	if r.SubscribedTopicRegex != nil && *r.SubscribedTopicRegex != "" && !a.eng.allowsEvery(a.principal, resTopic, opDescribe) {
 		a.denied++
 		a.logDenied(resTopic, *r.SubscribedTopicRegex, opDescribe)
 		a.respond(consumerHeartbeatError(r.Version, kerr.TopicAuthorizationFailed.Code,

@@ -129,7 +129,7 @@ func TestDescribeGroups(t *testing.T) {
 	if g := got["bob-g"]; g.ErrorCode != codeGroupAuth || g.State != "" || g.AuthorizedOperations != authorizedOpsOmitted {
 		t.Errorf("bob-g: %+v", g)
 	}
-	if g := got["alice-g"]; g.ErrorCode != 0 || g.AuthorizedOperations != f.engine.authorizedOps("alice", resGroup, "alice-g") {
+	if g := got["alice-g"]; g.ErrorCode != 0 || g.AuthorizedOperations != f.engine.Load().authorizedOps("alice", resGroup, "alice-g") {
 		t.Errorf("alice-g: %+v", g)
 	}
 	if g := got["alice-h"]; g.ErrorCode != codeNotCoordinator || g.AuthorizedOperations != authorizedOpsOmitted {

@@ -17,21 +17,22 @@ const authorizedOpsOmitted = -2147483648
 // is gone.
 type view struct {
 	f         *Filter
+	eng       *engine // the rules the request was checked under
 	c         *filter.Context
 	principal string
 	key       int16
 }
 
 func (a *call) view() view {
-	return view{f: a.f, c: a.c, principal: a.principal, key: a.req.Header.Key}
+	return view{f: a.f, eng: a.eng, c: a.c, principal: a.principal, key: a.req.Header.Key}
 }
 
 func (v view) quietly(res resourceType, name string, op operation) bool {
-	return v.f.engine.allowed(v.principal, res, name, op)
+	return v.eng.allowed(v.principal, res, name, op)
 }
 
 func (v view) ops(res resourceType, name string) int32 {
-	return v.f.engine.authorizedOps(v.principal, res, name)
+	return v.eng.authorizedOps(v.principal, res, name)
 }
 
 // clusterOps is the cluster's authorized operations as a broker reports

@@ -315,7 +315,7 @@ func TestDescribeTopicPartitions(t *testing.T) {
 	resp := x.reply(describeTopicsAnswer(up)).(*kmsg.DescribeTopicPartitionsResponse)
 	wantCodes(t, describeTopicsCodes(resp), map[string]int16{"alice-a": 0, "bob-x": codeTopicAuth})
 	for _, rt := range resp.Topics {
-		if *rt.Topic == "alice-a" && rt.AuthorizedOperations != f.engine.authorizedOps("alice", resTopic, "alice-a") {
+		if *rt.Topic == "alice-a" && rt.AuthorizedOperations != f.engine.Load().authorizedOps("alice", resTopic, "alice-a") {
 			t.Errorf("alice-a authorized ops %b", rt.AuthorizedOperations)
 		}
 	}

@@ -79,7 +79,7 @@ func (f *Filter) decideIn(d *connDecisions, name string, op operation) bool {
 	if v, ok := d.m[k]; ok {
 		return v
 	}
-	v := f.engine.allowed(d.principal, resTopic, name, op)
+	v := d.eng.allowed(d.principal, resTopic, name, op)
 	d.put(k, v)
 	return v
 }

@@ -34,7 +34,7 @@ func checkInitProducerID(a *call) error {
 		a.req.Unchanged()
 		return nil
 	}
-	if a.quietly(resCluster, clusterName, opIdempotentWrite) || a.f.engine.allowsSome(a.principal, resTopic, opWrite) {
+	if a.quietly(resCluster, clusterName, opIdempotentWrite) || a.eng.allowsSome(a.principal, resTopic, opWrite) {
 		a.allowed++
 		a.req.Unchanged()
 		return nil

@@ -210,7 +210,13 @@ func expandString(s string) (string, int, []string) {
 				errs = append(errs, `"${env:}" names no variable: write ${env:NAME}`)
 				continue
 			}
+			// ${env:NAME:-default} gives default when NAME is unset or
+			// empty, as in the shell.
+			arg, def, hasDef := strings.Cut(arg, ":-")
 			v, ok := os.LookupEnv(arg)
+			if hasDef && v == "" {
+				v, ok = def, true
+			}
 			if !ok {
 				errs = append(errs, fmt.Sprintf("environment variable %s is not set (referenced as ${env:%s}): set it, or %s", arg, arg, escapeHint))
 				continue
@@ -366,6 +372,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float64:
+		var f float64
+		if n.Kind != yaml.ScalarNode || d.plain(n).Decode(&f) != nil {
+			what := kindName(n)
+			if n.Kind == yaml.ScalarNode {
+				what = d.show(n)
+			}
+			d.fail(n, path, fmt.Sprintf("must be a number, not %s", what))
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || d.plain(n).Decode(&b) != nil {

@@ -7,6 +7,7 @@
 # by node/package-lock.json). franz-go and sarama come with the Go module.
 # local-kms, a local server of the AWS KMS API that the AWS KMS backend is
 # tested against, is built with go install (into $(go env GOPATH)/bin).
+# redis-server, which the LLM gateway's shared limits are tested against.
 #
 # Run as root (or with sudo) on Debian 12; then
 #   STRAIT_REQUIRE_INTEROP=1 go test ./test/interop/
@@ -20,6 +21,7 @@ fi
 
 pkgs="kcat python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard"
 pkgs="$pkgs python3-requests python3-jsonschema python3-protobuf"
+pkgs="$pkgs redis-server"
 if ! command -v node >/dev/null 2>&1; then
 	pkgs="$pkgs nodejs npm"
 fi

@@ -29,9 +29,19 @@ type Server struct {
 // Ready reports nil when the gateway can take traffic, or why not.
 type Ready func() error
 
-// Listen binds addr and serves the admin endpoints.
-func Listen(addr string, reg *prometheus.Registry, ready Ready, log *slog.Logger) (*Server, error) {
+// Endpoint is one more endpoint to serve, such as the LLM gateway's GET
+// /llm/keys.
+type Endpoint struct {
+	Pattern string // a ServeMux pattern, e.g. "GET /llm/keys"
+	Handler http.Handler
+}
+
+// Listen binds addr and serves the admin endpoints, and extra.
+func Listen(addr string, reg *prometheus.Registry, ready Ready, log *slog.Logger, extra ...Endpoint) (*Server, error) {
 	mux := http.NewServeMux()
+	for _, e := range extra {
+		mux.Handle(e.Pattern, e.Handler)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

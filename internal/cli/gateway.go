@@ -207,7 +207,14 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 		g.vcs = append(g.vcs, vc)
 	}
 	if cfg.Admin.Listen != "" {
-		a, err := admin.Listen(cfg.Admin.Listen, reg, g.ready, log)
+		var extra []admin.Endpoint
+		if rl != nil {
+			extra = append(extra, admin.Endpoint{Pattern: "POST /-/reload", Handler: rl.handler()})
+		}
+		if g.llm != nil {
+			extra = append(extra, admin.Endpoint{Pattern: "GET /llm/keys", Handler: g.llm.g.KeysHandler()})
+		}
+		a, err := admin.Listen(cfg.Admin.Listen, reg, g.ready, log, extra...)
 		if err != nil {
 			g.stop(context.Background())
 			return nil, listenError("admin listener", "admin.listen", cfg.Admin.Listen, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/straitgw/strait/internal/config"
 	llmgw "github.com/straitgw/strait/internal/llm/gateway"
+	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
 )
 
@@ -49,7 +50,27 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 		Metrics: llmgw.NewMetrics(reg),
 	}
 	for _, k := range keys {
-		opts.Keys = append(opts.Keys, llmgw.Key{Name: k.Name, SHA256: k.SHA256})
+		gk := llmgw.Key{Name: k.Name, SHA256: k.SHA256, Models: k.Models, Routes: k.Routes}
+		gk.Limits.RPM, gk.Limits.TPM = k.Limits.RPM, k.Limits.TPM
+		if b := k.Limits.Budget; b != nil {
+			gk.Limits.Budget = limits.Nanodollars(b.Dollars)
+			if gk.Limits.Period, err = limits.ParsePeriod(b.Period); err != nil {
+				return llmgw.Options{}, fmt.Errorf("llm key %s: %w", k.Name, err)
+			}
+		}
+		opts.Keys = append(opts.Keys, gk)
+	}
+	for _, p := range l.Prices {
+		opts.Prices = append(opts.Prices, llmgw.Price{Model: p.Model, Input: p.Input, Output: p.Output})
+	}
+	opts.Limits.RateLimits = llmgw.FailMode(l.Limits.OnStoreError.RateLimits)
+	opts.Limits.Budgets = llmgw.FailMode(l.Limits.OnStoreError.Budgets)
+	if l.Limits.RedisURL != "" {
+		st, err := limits.NewRedis(limits.RedisOptions{URL: string(l.Limits.RedisURL), Timeout: l.Limits.Timeout.Duration})
+		if err != nil {
+			return llmgw.Options{}, fmt.Errorf("llm.limits.redis_url: %w", err)
+		}
+		opts.Limits.Store = st
 	}
 	for name, p := range l.Providers {
 		gp := llmgw.Provider{
@@ -74,9 +95,24 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 		opts.Providers = append(opts.Providers, gp)
 	}
 	for _, r := range l.Routes {
-		opts.Routes = append(opts.Routes, llmgw.Route{
+		gr := llmgw.Route{
 			Name: r.RouteName(), Match: r.Match, Provider: r.Provider, Model: r.Model, Models: r.Models,
-		})
+			Strategy: llmgw.Strategy(r.Strategy), Deadline: r.Deadline.Duration,
+		}
+		for _, t := range r.Targets {
+			gr.Targets = append(gr.Targets, llmgw.Target{Name: t.Name, Provider: t.Provider, Model: t.Model, APIKey: string(t.APIKey), Weight: t.Weight})
+		}
+		if rt := r.Retry; rt != nil {
+			gr.Retry = llmgw.Retry{Attempts: rt.Attempts, Backoff: rt.Backoff.Duration, MaxBackoff: rt.MaxBackoff.Duration}
+			gr.Retry.OnStatus, gr.Retry.OnConnect, gr.Retry.OnTimeout, err = config.RetryOn(rt.On)
+			if err != nil {
+				return llmgw.Options{}, fmt.Errorf("llm route %s: retry.on: %w", gr.Name, err)
+			}
+		}
+		if h := r.Health; h != nil {
+			gr.Health = llmgw.Health{Failures: h.Failures, Window: h.Window.Duration, Cooldown: h.Cooldown.Duration}
+		}
+		opts.Routes = append(opts.Routes, gr)
 	}
 	return opts, nil
 }
@@ -90,6 +126,9 @@ func bindLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGa
 	}
 	g, err := llmgw.New(opts)
 	if err != nil {
+		if opts.Limits.Store != nil {
+			opts.Limits.Store.Close()
+		}
 		return nil, err
 	}
 	lg := &llmGateway{g: g, log: log}

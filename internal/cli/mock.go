@@ -36,7 +36,9 @@ func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&opt.Deltas, "deltas", mockllm.DefaultDeltas, "deltas per stream (text or tool-call arguments)")
 	fs.IntVar(&opt.ResponseBytes, "response-bytes", mockllm.DefaultResponseBytes, "approximate size of a non-streaming OpenAI text answer; sets the reply text's length, the same in both dialects")
 	fs.Float64Var(&opt.ErrorRate, "error-rate", 0, "fraction of chat completion and message requests (0 to 1) answered with an error from --error-kinds")
-	kinds := fs.String("error-kinds", "500", "comma-separated errors to inject: HTTP statuses (429,500,503,529,...) and overloaded, timeout, midstream, cut")
+	kinds := fs.String("error-kinds", "500", "comma-separated errors to inject: HTTP statuses (429,500,503,529,...) and overloaded, timeout, midstream, cut, reset")
+	modelErrors := fs.String("model-errors", "", "errors for some models only, each at its own rate: 'MODEL=RATE[:KIND,KIND];...' (MODEL a glob), e.g. 'gpt-4o=0.2:500,503;claude-*=0.1:cut'")
+	fs.IntVar(&opt.CutAfter, "cut-after", 0, "deltas the midstream and cut errors send before failing (0: half of them)")
 	fs.DurationVar(&opt.RateLimitEvery, "429-every", 0, "open a window of 429s (with retry-after) at every multiple of this after start")
 	fs.DurationVar(&opt.RateLimitFor, "429-for", 0, "how long each --429-every window lasts")
 	fs.DurationVar(&opt.Hang, "hang", mockllm.DefaultHang, "how long the timeout error holds a request before dropping it")
@@ -53,6 +55,9 @@ func runMock(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var err error
 	if opt.ErrorKinds, err = mockllm.ParseErrorKinds(*kinds); err != nil {
 		return fmt.Errorf("--error-kinds: %w", err)
+	}
+	if opt.ModelErrors, err = mockllm.ParseModelErrors(*modelErrors); err != nil {
+		return fmt.Errorf("--model-errors: %w", err)
 	}
 	for m := range strings.SplitSeq(*models, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -117,6 +122,7 @@ var flagNames = strings.NewReplacer(
 	"RateLimitEvery", "--429-every", "RateLimitFor", "--429-for", "SpikeRate", "--spike-rate", "Spike", "--spike",
 	"Latency", "--latency", "Jitter", "--jitter", "Deltas", "--deltas", "ResponseBytes", "--response-bytes",
 	"ErrorRate", "--error-rate", "Hang", "--hang", "MaxConcurrentStreams", "--max-streams",
+	"CutAfter", "--cut-after", "ModelErrors", "--model-errors",
 )
 
 func describeMock(w io.Writer, addr string, tlsOn bool, opt mockllm.Options, kinds string) {
@@ -138,6 +144,9 @@ func describeMock(w io.Writer, addr string, tlsOn bool, opt mockllm.Options, kin
 	}
 	if opt.RateLimitEvery > 0 {
 		fmt.Fprintf(w, "; 429 for %v every %v", opt.RateLimitFor, opt.RateLimitEvery)
+	}
+	for _, me := range opt.ModelErrors {
+		fmt.Fprintf(w, "; %s: errors at rate %g", me.Model, me.Rate)
 	}
 	if opt.APIKey != "" {
 		fmt.Fprint(w, "; one API key accepted")

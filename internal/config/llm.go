@@ -57,6 +57,51 @@ type LLM struct {
 	Providers map[string]*LLMProvider `yaml:"providers"`
 	// Routes map model names to providers; the first match wins.
 	Routes []*LLMRoute `yaml:"routes"`
+	// Prices are models' prices, for budgets and the spend metric.
+	Prices []*LLMPrice `yaml:"prices,omitempty"`
+	// Limits say where the keys' rate-limit and budget counters are kept.
+	Limits LLMLimits `yaml:"limits"`
+}
+
+// LLMPrice is a model's price in dollars per million tokens.
+type LLMPrice struct {
+	// Model is the model name a provider is asked for, or a glob.
+	Model  string  `yaml:"model"`
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// LLMLimits is the store of the keys' counters.
+type LLMLimits struct {
+	// RedisURL, if set, keeps the counters in Redis, shared by every
+	// instance; empty keeps them in memory.
+	RedisURL Secret `yaml:"redis_url,omitempty"`
+	// Timeout bounds each Redis command.
+	Timeout Duration `yaml:"timeout"`
+	// OnStoreError says what each kind of limit does when Redis fails.
+	OnStoreError LLMStoreError `yaml:"on_store_error"`
+}
+
+// LLMStoreError is fail_open or fail_closed per kind of limit.
+type LLMStoreError struct {
+	RateLimits string `yaml:"rate_limits"`
+	Budgets    string `yaml:"budgets"`
+}
+
+// LLMKeyLimits are a gateway key's limits.
+type LLMKeyLimits struct {
+	// RPM is requests per minute.
+	RPM int64 `yaml:"rpm,omitempty"`
+	// TPM is tokens (input and output) per minute.
+	TPM int64 `yaml:"tpm,omitempty"`
+	// Budget is the spend allowed per period.
+	Budget *LLMBudget `yaml:"budget,omitempty"`
+}
+
+// LLMBudget is a spend limit per calendar period (UTC).
+type LLMBudget struct {
+	Dollars float64 `yaml:"dollars"`
+	Period  string  `yaml:"period"`
 }
 
 // LLMListener is one LLM gateway listener.
@@ -77,12 +122,20 @@ type LLMAPIKey struct {
 	Name   string `yaml:"name"`
 	SHA256 string `yaml:"sha256,omitempty"`
 	Key    Secret `yaml:"key,omitempty"`
+	// Models (globs) and Routes (names), if either is set, are what the
+	// key may use.
+	Models []string `yaml:"models,omitempty"`
+	Routes []string `yaml:"routes,omitempty"`
+	// Limits are the key's rate limits and budget.
+	Limits *LLMKeyLimits `yaml:"limits,omitempty"`
 }
 
 // LLMKey is a gateway key as the gateway holds it.
 type LLMKey struct {
-	Name   string
-	SHA256 [sha256.Size]byte
+	Name           string
+	SHA256         [sha256.Size]byte
+	Models, Routes []string
+	Limits         LLMKeyLimits
 }
 
 // LLMTranslation tunes translation between the dialects.
@@ -148,6 +201,44 @@ type LLMRoute struct {
 	Model string `yaml:"model,omitempty"`
 	// Models are the names GET /v1/models lists for the route.
 	Models []string `yaml:"models,omitempty"`
+	// Targets, instead of provider and model, are where the route may
+	// send a request, picked by Strategy.
+	Targets []*LLMTarget `yaml:"targets,omitempty"`
+	// Strategy is fallback (in order) or weighted.
+	Strategy string `yaml:"strategy,omitempty"`
+	// Retry says which failures are retried or fall back, and how.
+	Retry *LLMRetry `yaml:"retry,omitempty"`
+	// Deadline bounds a request across every attempt.
+	Deadline Duration `yaml:"deadline"`
+	// Health ejects targets that keep failing.
+	Health *LLMHealth `yaml:"health,omitempty"`
+}
+
+// LLMTarget is one target of a route.
+type LLMTarget struct {
+	Name     string `yaml:"name,omitempty"`
+	Provider string `yaml:"provider"`
+	Model    string `yaml:"model,omitempty"`
+	APIKey   Secret `yaml:"api_key,omitempty"`
+	Weight   int    `yaml:"weight,omitempty"`
+}
+
+// LLMRetry is a route's retry policy.
+type LLMRetry struct {
+	// Attempts per target, the first included.
+	Attempts   int      `yaml:"attempts"`
+	Backoff    Duration `yaml:"backoff"`
+	MaxBackoff Duration `yaml:"max_backoff"`
+	// On lists what is retried: HTTP statuses, connect, timeout.
+	On []string `yaml:"on,omitempty"`
+}
+
+// LLMHealth ejects a target after Failures failures within Window, for
+// Cooldown.
+type LLMHealth struct {
+	Failures int      `yaml:"failures"`
+	Window   Duration `yaml:"window"`
+	Cooldown Duration `yaml:"cooldown"`
 }
 
 // Secret is a setting that is never shown: printing or marshalling it
@@ -243,7 +334,11 @@ func (l *LLM) Keys() ([]LLMKey, error) {
 			errs = append(errs, fmt.Errorf("api_keys[%d]: %w", i, err))
 			continue
 		}
-		keys = append(keys, LLMKey{Name: k.Name, SHA256: sum})
+		lk := LLMKey{Name: k.Name, SHA256: sum, Models: k.Models, Routes: k.Routes}
+		if k.Limits != nil {
+			lk.Limits = *k.Limits
+		}
+		keys = append(keys, lk)
 	}
 	if l.APIKeysFile != "" {
 		fk, err := readKeysFile(l.APIKeysFile)
@@ -289,26 +384,98 @@ func readKeysFile(path string) ([]LLMKey, error) {
 			continue
 		}
 		f := strings.Fields(text)
-		k := &LLMAPIKey{SHA256: f[len(f)-1]}
-		if len(f) == 2 {
-			k.Name = f[0]
+		k := &LLMAPIKey{}
+		if len(f) >= 2 {
+			k.Name, k.SHA256 = f[0], f[1]
 		}
 		sum, err := k.hash()
+		var lk LLMKey
+		var attrErr error
+		if len(f) > 2 {
+			lk, attrErr = ParseKeyAttributes(f[2:])
+		}
 		switch {
-		case len(f) != 2:
-			errs = append(errs, fmt.Errorf("%s:%d: want \"name sha256-hex\", found %d fields", path, line, len(f)))
+		case len(f) < 2:
+			errs = append(errs, fmt.Errorf("%s:%d: want \"name sha256-hex\" and optionally rpm=N, tpm=N, budget=DOLLARS/PERIOD, models=GLOB,…, routes=NAME,…; found %d fields", path, line, len(f)))
 		case !nameRE.MatchString(k.Name):
 			errs = append(errs, fmt.Errorf("%s:%d: %q is not a valid key name: use only letters, digits, '_', '.' and '-'", path, line, k.Name))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, err))
+		case attrErr != nil:
+			errs = append(errs, fmt.Errorf("%s:%d: %w", path, line, attrErr))
 		default:
-			keys = append(keys, LLMKey{Name: k.Name, SHA256: sum})
+			lk.Name, lk.SHA256 = k.Name, sum
+			keys = append(keys, lk)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("reading api_keys_file %s: %w", path, err))
 	}
 	return keys, errors.Join(errs...)
+}
+
+// ParseKeyAttributes reads the attributes after a key's hash in an
+// api_keys_file line: rpm=N, tpm=N, budget=DOLLARS/PERIOD (period hour,
+// day or month), models=GLOB,… and routes=NAME,….
+func ParseKeyAttributes(fields []string) (LLMKey, error) {
+	var k LLMKey
+	for _, f := range fields {
+		name, val, ok := strings.Cut(f, "=")
+		if !ok || val == "" {
+			return k, fmt.Errorf("%q is not name=value (rpm=N, tpm=N, budget=DOLLARS/PERIOD, models=GLOB,…, routes=NAME,…)", f)
+		}
+		switch name {
+		case "rpm", "tpm":
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 1 {
+				return k, fmt.Errorf("%s=%s: want a whole number of at least 1", name, val)
+			}
+			if name == "rpm" {
+				k.Limits.RPM = n
+			} else {
+				k.Limits.TPM = n
+			}
+		case "budget":
+			amount, period, _ := strings.Cut(val, "/")
+			d, err := strconv.ParseFloat(amount, 64)
+			if err != nil || !(d > 0) {
+				return k, fmt.Errorf("budget=%s: want DOLLARS/PERIOD with dollars above 0, such as budget=25/day", val)
+			}
+			if period == "" {
+				period = "day"
+			}
+			if period != "hour" && period != "day" && period != "month" {
+				return k, fmt.Errorf("budget=%s: the period is hour, day or month", val)
+			}
+			k.Limits.Budget = &LLMBudget{Dollars: d, Period: period}
+		case "models":
+			k.Models = strings.Split(val, ",")
+		case "routes":
+			k.Routes = strings.Split(val, ",")
+		default:
+			return k, fmt.Errorf("%q is not a key attribute: use rpm, tpm, budget, models or routes", name)
+		}
+	}
+	return k, nil
+}
+
+// RetryOn parses retry.on: statuses, "connect" and "timeout".
+func RetryOn(on []string) (statuses []int, connect, timeout bool, err error) {
+	for _, s := range on {
+		switch s {
+		case "connect":
+			connect = true
+		case "timeout":
+			timeout = true
+		default:
+			n, e := strconv.Atoi(s)
+			if e != nil || n < 400 || n > 599 {
+				return nil, false, false, fmt.Errorf("%q is not an HTTP status from 400 to 599, connect or timeout", s)
+			}
+			statuses = append(statuses, n)
+		}
+	}
+	return statuses, connect, timeout, nil
 }
 
 // RouteName is the route's metric label: its name, or else its match.
@@ -342,6 +509,12 @@ func (c *Config) applyLLMDefaults() {
 	}
 	if !c.set["llm.body_read_timeout"] && l.BodyReadTimeout.Duration == 0 {
 		l.BodyReadTimeout.Duration = DefaultLLMBodyReadTimeout
+	}
+	if l.Limits.OnStoreError.RateLimits == "" {
+		l.Limits.OnStoreError.RateLimits = "fail_open"
+	}
+	if l.Limits.OnStoreError.Budgets == "" {
+		l.Limits.OnStoreError.Budgets = "fail_closed"
 	}
 	if !c.set["llm.translation.max_tokens_default"] && l.Translation.MaxTokensDefault == 0 {
 		l.Translation.MaxTokensDefault = DefaultLLMMaxTokens
@@ -459,6 +632,7 @@ func (v *validator) llm(infos []vcInfo, admin vcInfo) {
 		v.llmProvider(joinKey("llm.providers", name), name, l.Providers[name])
 	}
 	v.llmRoutes(l, names)
+	v.llmLimits(l)
 }
 
 // llmClash reports a listener address already taken.
@@ -634,14 +808,143 @@ func (v *validator) llmRoutes(l *LLM, providers []string) {
 			}
 			names[name] = i
 		}
-		if r.Provider == "" {
-			v.add(p+".provider", "is required: name the provider that serves this route ("+known+")")
-		} else if _, ok := l.Providers[r.Provider]; !ok {
-			v.add(p+".provider", fmt.Sprintf("%s is not defined under llm.providers (%s)", v.c.show(p+".provider", r.Provider), known))
+		switch {
+		case len(r.Targets) > 0 && (r.Provider != "" || r.Model != ""):
+			v.add(p+".targets", "is given with provider or model: give provider (and model) for one target, or targets for several, not both")
+		case len(r.Targets) == 0 && r.Provider == "":
+			v.add(p+".provider", "is required: name the provider that serves this route ("+known+"), or list targets")
+		case len(r.Targets) == 0:
+			if _, ok := l.Providers[r.Provider]; !ok {
+				v.add(p+".provider", fmt.Sprintf("%s is not defined under llm.providers (%s)", v.c.show(p+".provider", r.Provider), known))
+			}
 		}
+		v.llmTargets(l, p, r, known)
 		for j, m := range r.Models {
 			if strings.TrimSpace(m) == "" {
 				v.add(joinIndex(p+".models", j), "is empty: give a model name")
+			}
+		}
+	}
+}
+
+// llmTargets checks a route's targets, strategy, retry, deadline and
+// health.
+func (v *validator) llmTargets(l *LLM, p string, r *LLMRoute, known string) {
+	tnames := map[string]int{}
+	for j, t := range r.Targets {
+		tp := joinIndex(p+".targets", j)
+		if t == nil {
+			v.add(tp, "is empty: set provider (and optionally model, weight, api_key)")
+			continue
+		}
+		if t.Provider == "" {
+			v.add(tp+".provider", "is required: name the provider of this target ("+known+")")
+		} else if _, ok := l.Providers[t.Provider]; !ok {
+			v.add(tp+".provider", fmt.Sprintf("%s is not defined under llm.providers (%s)", v.c.show(tp+".provider", t.Provider), known))
+		}
+		if t.Weight < 0 {
+			v.add(tp+".weight", "must not be negative (the default is 1)")
+		}
+		name := t.Name
+		if name == "" {
+			name = t.Provider
+			if t.Model != "" && len(r.Targets) > 1 {
+				name += "/" + t.Model
+			}
+		} else if !nameRE.MatchString(name) && !strings.Contains(name, "/") {
+			v.add(tp+".name", v.c.show(tp+".name", name)+" is not a valid name: use only letters, digits, '_', '.', '-' and '/'")
+		}
+		if k, dup := tnames[name]; dup {
+			v.add(tp, fmt.Sprintf("is also %s[%d] (%q): give one of them a name (targets[].name), so that metrics and headers tell them apart", p+".targets", k, name))
+		}
+		tnames[name] = j
+	}
+	if r.Strategy != "" {
+		v.oneOf(p+".strategy", r.Strategy, "fallback", "weighted")
+		if len(r.Targets) < 2 {
+			v.add(p+".strategy", "is for a route with several targets: list them under targets")
+		}
+	}
+	if rt := r.Retry; rt != nil {
+		if rt.Attempts < 1 || rt.Attempts > 10 {
+			v.add(p+".retry.attempts", "must be from 1 to 10: how many times each target is tried, the first included")
+		}
+		if rt.Backoff.Duration < 0 {
+			v.add(p+".retry.backoff", "must not be negative (e.g. 100ms)")
+		}
+		if rt.MaxBackoff.Duration < 0 || (rt.MaxBackoff.Duration > 0 && rt.MaxBackoff.Duration < rt.Backoff.Duration) {
+			v.add(p+".retry.max_backoff", "must be at least backoff (e.g. 2s)")
+		}
+		if _, _, _, err := RetryOn(rt.On); err != nil {
+			v.add(p+".retry.on", err.Error())
+		}
+	}
+	if r.Deadline.Duration < 0 {
+		v.add(p+".deadline", "must not be negative (0, the default, means none)")
+	}
+	if h := r.Health; h != nil {
+		if h.Failures < 1 {
+			v.add(p+".health.failures", "must be at least 1: the failures within window that eject a target")
+		}
+		if h.Window.Duration <= 0 {
+			v.add(p+".health.window", "must be greater than zero (e.g. 30s)")
+		}
+		if h.Cooldown.Duration <= 0 {
+			v.add(p+".health.cooldown", "must be greater than zero (e.g. 30s): how long an ejected target is left out")
+		}
+	}
+}
+
+// llmLimits checks prices, the limit store and the keys' limits.
+func (v *validator) llmLimits(l *LLM) {
+	for i, pr := range l.Prices {
+		p := joinIndex("llm.prices", i)
+		if pr == nil {
+			v.add(p, "is empty: set model, input and output (dollars per million tokens)")
+			continue
+		}
+		if pr.Model == "" {
+			v.add(p+".model", "is required: the model name a provider is asked for, or a glob")
+		}
+		if pr.Input < 0 || pr.Output < 0 {
+			v.add(p, "prices must not be negative")
+		}
+	}
+	if l.Limits.RedisURL != "" {
+		u, err := url.Parse(string(l.Limits.RedisURL))
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			v.add("llm.limits.redis_url", "is not a Redis URL: write redis://host:port[/db] (rediss:// for TLS)")
+		}
+	}
+	if l.Limits.Timeout.Duration < 0 {
+		v.add("llm.limits.timeout", "must not be negative (e.g. 250ms)")
+	}
+	if s := l.Limits.OnStoreError.RateLimits; s != "" {
+		v.oneOf("llm.limits.on_store_error.rate_limits", s, "fail_open", "fail_closed")
+	}
+	if s := l.Limits.OnStoreError.Budgets; s != "" {
+		v.oneOf("llm.limits.on_store_error.budgets", s, "fail_open", "fail_closed")
+	}
+	for i, k := range l.APIKeys {
+		if k == nil || k.Limits == nil {
+			continue
+		}
+		p := joinIndex("llm.api_keys", i) + ".limits"
+		if k.Limits.RPM < 0 {
+			v.add(p+".rpm", "must not be negative (leave it out for no limit)")
+		}
+		if k.Limits.TPM < 0 {
+			v.add(p+".tpm", "must not be negative (leave it out for no limit)")
+		}
+		if b := k.Limits.Budget; b != nil {
+			if !(b.Dollars > 0) {
+				v.add(p+".budget.dollars", "must be above 0")
+			}
+			if b.Period != "" {
+				v.oneOf(p+".budget.period", b.Period, "hour", "day", "month")
+			}
+			if len(l.Prices) == 0 {
+				v.add(p+".budget", "needs llm.prices: spend is counted from the price of each model (dollars per million tokens)")
 			}
 		}
 	}

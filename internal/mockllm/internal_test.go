@@ -313,7 +313,7 @@ func TestErrorRate(t *testing.T) {
 	kinds := map[ErrorKind]int{}
 	faults := 0
 	for range 1000 {
-		if f, ok := s.pickFault(); ok {
+		if f, ok := s.pickFault("m"); ok {
 			faults++
 			kinds[f.kind]++
 		}
@@ -322,7 +322,7 @@ func TestErrorRate(t *testing.T) {
 	if faults < 350 || faults > 650 || kinds["500"] < 100 || kinds["429"] < 100 {
 		t.Errorf("%d faults %v of 1000 at rate 0.5", faults, kinds)
 	}
-	if _, ok := New(Options{}).pickFault(); ok {
+	if _, ok := New(Options{}).pickFault("m"); ok {
 		t.Error("a fault at rate 0")
 	}
 }

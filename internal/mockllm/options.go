@@ -67,6 +67,15 @@ type Options struct {
 	// {"500"}. See ErrorKind for the kinds.
 	ErrorKinds []ErrorKind
 
+	// ModelErrors inject errors into the requests for some models only,
+	// each at its own rate: the first whose Model glob matches the
+	// requested model applies, instead of ErrorRate.
+	ModelErrors []ModelError
+
+	// CutAfter is how many deltas the "midstream" and "cut" kinds send
+	// before they fail; 0 means half of them.
+	CutAfter int
+
 	// RateLimitEvery and RateLimitFor open windows of rate limiting: from
 	// each multiple of RateLimitEvery after the server is created, for
 	// RateLimitFor, every chat completion and message request is answered
@@ -102,6 +111,44 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// ModelError is an error rate for the models Model matches (a glob: '*'
+// any run of characters, '?' one).
+type ModelError struct {
+	Model string
+	Rate  float64
+	// Kinds are drawn from uniformly; empty means {"500"}.
+	Kinds []ErrorKind
+}
+
+// ParseModelErrors parses "MODEL=RATE[:KIND,KIND…];…", such as
+// "gpt-4o=0.2:500,503;claude-*=0.05:cut".
+func ParseModelErrors(s string) ([]ModelError, error) {
+	var out []ModelError
+	for e := range strings.SplitSeq(s, ";") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		model, rest, ok := strings.Cut(e, "=")
+		if !ok || model == "" {
+			return nil, fmt.Errorf("model error %q: want MODEL=RATE[:KIND,KIND…]", e)
+		}
+		rate, kinds, _ := strings.Cut(rest, ":")
+		r, err := strconv.ParseFloat(rate, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			return nil, fmt.Errorf("model error %q: the rate %q is not a fraction from 0 to 1", e, rate)
+		}
+		me := ModelError{Model: model, Rate: r}
+		if kinds != "" {
+			if me.Kinds, err = ParseErrorKinds(kinds); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, me)
+	}
+	return out, nil
+}
+
 // ErrorKind is an error the server injects (Options.ErrorKinds). It is
 // either an HTTP status from 400 to 599, sent as a complete error in the
 // dialect's shape (for example "429", with retry-after, "500", or "529"),
@@ -119,6 +166,10 @@ type Options struct {
 //     connection.
 //   - "cut": a stream (or JSON body) that stops after half of its deltas
 //     (or bytes) with the connection dropped and no error event.
+//     Options.CutAfter sets how many deltas "midstream" and "cut" send.
+//   - "reset": a 200 answer whose connection is dropped before the first
+//     byte of its body: a provider that fails after accepting the
+//     request.
 //
 // Status errors and "overloaded" are answered at once, without waiting for
 // the latency: that is how real providers reject requests.
@@ -130,6 +181,7 @@ const (
 	KindTimeout    ErrorKind = "timeout"
 	KindMidstream  ErrorKind = "midstream"
 	KindCut        ErrorKind = "cut"
+	KindReset      ErrorKind = "reset"
 )
 
 // ParseErrorKinds parses a comma-separated list of error kinds, such as
@@ -161,12 +213,12 @@ type fault struct {
 
 func (k ErrorKind) compile() (fault, error) {
 	switch k {
-	case KindOverloaded, KindTimeout, KindMidstream, KindCut:
+	case KindOverloaded, KindTimeout, KindMidstream, KindCut, KindReset:
 		return fault{kind: k}, nil
 	}
 	n, err := strconv.Atoi(string(k))
 	if err != nil || n < 400 || n > 599 {
-		return fault{}, fmt.Errorf("error kind %q: want an HTTP status from 400 to 599, overloaded, timeout, midstream or cut", string(k))
+		return fault{}, fmt.Errorf("error kind %q: want an HTTP status from 400 to 599, overloaded, timeout, midstream, cut or reset", string(k))
 	}
 	return fault{kind: k, status: n}, nil
 }
@@ -214,6 +266,17 @@ func (o *Options) Validate() error {
 		if _, err := k.compile(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, me := range o.ModelErrors {
+		rate("ModelErrors["+me.Model+"].Rate", me.Rate)
+		for _, k := range me.Kinds {
+			if _, err := k.compile(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if o.CutAfter < 0 {
+		errs = append(errs, fmt.Errorf("CutAfter is %d: want zero (half of the deltas) or more", o.CutAfter))
 	}
 	return errors.Join(errs...)
 }

@@ -57,9 +57,13 @@ type Count struct {
 // can serve it; Serve, ServeTLS, Start and StartTLS serve it with HTTP/2 as
 // well. All its methods are safe for concurrent use.
 type Server struct {
-	opt    Options
-	log    *slog.Logger
-	faults []fault
+	opt         Options
+	log         *slog.Logger
+	faults      []fault
+	modelFaults [][]fault // per Options.ModelErrors entry
+
+	// The tokens the server reported as used (its own bill).
+	billedIn, billedOut atomic.Int64
 
 	// Rendered at New.
 	text          string   // the reply text
@@ -108,6 +112,17 @@ func New(opt Options) *Server {
 	for _, k := range opt.ErrorKinds {
 		f, _ := k.compile()
 		s.faults = append(s.faults, f)
+	}
+	for _, me := range opt.ModelErrors {
+		var fs []fault
+		for _, k := range me.Kinds {
+			f, _ := k.compile()
+			fs = append(fs, f)
+		}
+		if len(fs) == 0 {
+			fs = []fault{{kind: "500", status: 500}}
+		}
+		s.modelFaults = append(s.modelFaults, fs)
 	}
 	var rnd [4]byte
 	_, _ = crand.Read(rnd[:])
@@ -270,7 +285,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, d Dialect, start
 		return s.writeError(w, d, n, http.StatusTooManyRequests, "rate limit window of the mock provider: retry after the time in retry-after", "", wait), req.stream, false
 	}
 	var kind ErrorKind
-	if f, ok := s.pickFault(); ok {
+	if f, ok := s.pickFault(req.model); ok {
 		s.log.Debug("injecting error", "dialect", d, "kind", f.kind, "stream", req.stream)
 		switch {
 		case f.status != 0:
@@ -288,6 +303,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, d Dialect, start
 		case f.kind == KindTimeout:
 			s.hang(r)
 			return 0, req.stream, true
+		case f.kind == KindReset:
+			h := w.Header()
+			h["Content-Type"] = hdrJSON
+			if req.stream {
+				h["Content-Type"] = hdrSSE
+			}
+			h["Content-Length"] = []string{"1000"}
+			w.WriteHeader(http.StatusOK)
+			flush(w)
+			return http.StatusOK, req.stream, true
 		}
 		kind = f.kind
 	}
@@ -468,6 +493,7 @@ func (s *Server) json(w http.ResponseWriter, r *http.Request, d Dialect, n uint6
 		flush(w)
 		return http.StatusOK, true
 	}
+	s.bill(rep.inputTokens, rep.outputTokens)
 	_, _ = w.Write(sc.buf)
 	return http.StatusOK, false
 }
@@ -539,12 +565,52 @@ func (s *Server) latency() time.Duration {
 	return max(l, 0)
 }
 
-// pickFault draws whether this request gets an injected error, and which.
-func (s *Server) pickFault() (fault, bool) {
-	if s.opt.ErrorRate <= 0 || rand.Float64() >= s.opt.ErrorRate {
+// pickFault draws whether a request for model gets an injected error, and
+// which: by the first ModelErrors entry for the model, else ErrorRate.
+func (s *Server) pickFault(model string) (fault, bool) {
+	rate, faults := s.opt.ErrorRate, s.faults
+	for i, me := range s.opt.ModelErrors {
+		if glob(me.Model, model) {
+			rate, faults = me.Rate, s.modelFaults[i]
+			break
+		}
+	}
+	if rate <= 0 || rand.Float64() >= rate {
 		return fault{}, false
 	}
-	return s.faults[rand.IntN(len(s.faults))], true
+	return faults[rand.IntN(len(faults))], true
+}
+
+// Billed returns the input and output tokens the server reported as used:
+// in full for each JSON answer and each stream that reached its closing
+// events, and for a stream that ended early what its events had reported
+// (Anthropic's message_start carries the input tokens and 1 output token;
+// an OpenAI stream reports usage only at its end).
+func (s *Server) Billed() (input, output int64) { return s.billedIn.Load(), s.billedOut.Load() }
+
+// bill records tokens the server reported.
+func (s *Server) bill(in, out int) {
+	s.billedIn.Add(int64(in))
+	s.billedOut.Add(int64(out))
+}
+
+// glob matches '*' (any run) and '?' (one byte) in pattern against name.
+func glob(pattern, name string) bool {
+	if pattern == "" {
+		return name == ""
+	}
+	switch pattern[0] {
+	case '*':
+		for i := 0; i <= len(name); i++ {
+			if glob(pattern[1:], name[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return name != "" && glob(pattern[1:], name[1:])
+	}
+	return name != "" && name[0] == pattern[0] && glob(pattern[1:], name[1:])
 }
 
 // rateLimited reports whether now falls in a rate-limit window, and how

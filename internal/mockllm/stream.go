@@ -104,19 +104,32 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, d Dialect, n uin
 	send := deltas
 	if kind == KindMidstream || kind == KindCut {
 		send = (deltas + 1) / 2
+		if s.opt.CutAfter > 0 {
+			send = min(s.opt.CutAfter, deltas)
+		}
+	}
+	// What the stream has reported once its opening is out: Anthropic's
+	// message_start carries the input tokens and 1 output token.
+	early := func() {
+		if d == Anthropic {
+			s.bill(rep.inputTokens, 1)
+		}
 	}
 	first := segment(0)
 	if deltas > 0 {
 		first = sc.buf[:sc.ends[1]] // the opening and the first delta in one write
 	}
 	if _, err := w.Write(first); err != nil {
+		early()
 		return http.StatusOK, false
 	}
 	for i := 1; i < send; i++ {
 		if !p.until(at(i)) {
+			early()
 			return http.StatusOK, false
 		}
 		if _, err := w.Write(segment(i + 1)); err != nil {
+			early()
 			return http.StatusOK, false
 		}
 	}
@@ -132,15 +145,23 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, d Dialect, n uin
 		}
 		_, _ = w.Write(sc.tmp)
 		p.flush()
+		early()
 		return http.StatusOK, false
 	case KindCut:
 		p.flush() // what was sent reaches the client before the connection drops
+		early()
 		return http.StatusOK, true
 	}
 	if !p.until(deadline) {
+		early()
 		return http.StatusOK, false
 	}
 	_, _ = w.Write(segment(deltas + 1))
 	p.flush()
+	if d == Anthropic || req.includeUsage {
+		s.bill(rep.inputTokens, rep.outputTokens)
+	} else {
+		early()
+	}
 	return http.StatusOK, false
 }

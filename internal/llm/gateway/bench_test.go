@@ -61,9 +61,10 @@ func BenchmarkFastPathPrepare(b *testing.B) {
 			b.Fatal(err)
 		}
 		rt := g.match(req.Model)
-		out := jsonscan.Splice(body, req.ModelStart, req.ModelEnd, rt.upstreamModel(req.Model))
-		h := rt.p.requestHeader(translate.OpenAI, in, req.Stream)
-		if len(out) == 0 || len(h) == 0 || rt.modelLabel(req.Model) == "" {
+		t := rt.targets[0]
+		out := jsonscan.Splice(body, req.ModelStart, req.ModelEnd, t.upstreamModel(req.Model))
+		h := t.p.requestHeader(t.header, translate.OpenAI, in, req.Stream)
+		if len(out) == 0 || len(h) == 0 || rt.modelLabel(t, req.Model) == "" {
 			b.Fatal("nothing prepared")
 		}
 	}

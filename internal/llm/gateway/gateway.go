@@ -21,6 +21,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -37,6 +38,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
 
+	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
 )
 
@@ -83,6 +85,12 @@ type Options struct {
 	// Metrics records the gateway's metrics; nil records into a private
 	// registry nobody reads.
 	Metrics *Metrics
+	// Prices are the models' prices, for budgets and the spend metric;
+	// the first whose Model matches the model a provider is asked for
+	// applies.
+	Prices []Price
+	// Limits say where the keys' counters are kept.
+	Limits LimitOptions
 }
 
 // Key is a gateway key a client may present, stored as its SHA-256 hash.
@@ -91,6 +99,11 @@ type Key struct {
 	Name string
 	// SHA256 is the hash of the key (see HashKey).
 	SHA256 [sha256.Size]byte
+	// Models (globs over the model the client asks for) and Routes (route
+	// names), if either is set, are what the key may use.
+	Models, Routes []string
+	// Limits are the key's rate limits and budget.
+	Limits limits.Limits
 }
 
 // HashKey returns the SHA-256 of a gateway key, the form Key holds.
@@ -110,12 +123,17 @@ type Listener struct {
 
 // Gateway is the LLM gateway: a handler shared by any number of listeners.
 type Gateway struct {
-	providers map[string]*provider
-	routes    []*route
-	keys      []Key
-	maxBody   int64
-	bodyWait  time.Duration // 0: no limit
-	topts     translate.Options
+	providers  map[string]*provider
+	routes     []*route
+	keys       []*keyData
+	prices     []Price
+	store      limits.Store
+	storeName  string
+	rateFail   FailMode
+	budgetFail FailMode
+	maxBody    int64
+	bodyWait   time.Duration // 0: no limit
+	topts      translate.Options
 	// red masks the providers' keys in what clients get and in the log;
 	// nil when no provider has a key.
 	red    *redactor
@@ -144,14 +162,18 @@ func New(opts Options) (*Gateway, error) {
 		return nil, errors.New("llm gateway: no gateway keys: every request would be refused; give at least one Key")
 	}
 	g := &Gateway{
-		providers: map[string]*provider{},
-		keys:      opts.Keys,
-		maxBody:   opts.MaxBodyBytes,
-		bodyWait:  opts.BodyReadTimeout,
-		topts:     opts.Translate,
-		log:       opts.Log,
-		m:         opts.Metrics,
-		servers:   map[*http.Server]bool{},
+		providers:  map[string]*provider{},
+		prices:     opts.Prices,
+		store:      opts.Limits.Store,
+		storeName:  "memory",
+		rateFail:   cmp.Or(opts.Limits.RateLimits, FailOpen),
+		budgetFail: cmp.Or(opts.Limits.Budgets, FailClosed),
+		maxBody:    opts.MaxBodyBytes,
+		bodyWait:   opts.BodyReadTimeout,
+		topts:      opts.Translate,
+		log:        opts.Log,
+		m:          opts.Metrics,
+		servers:    map[*http.Server]bool{},
 	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
@@ -166,6 +188,13 @@ func New(opts Options) (*Gateway, error) {
 	for _, p := range opts.Providers {
 		secrets = append(secrets, p.APIKey)
 	}
+	for _, r := range opts.Routes {
+		for _, t := range r.Targets {
+			if t.APIKey != "" {
+				secrets = append(secrets, t.APIKey)
+			}
+		}
+	}
 	g.red = newRedactor(secrets)
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -175,7 +204,15 @@ func New(opts Options) (*Gateway, error) {
 	if g.m == nil {
 		g.m = NewMetrics(nil)
 	}
+	if g.store == nil {
+		g.store = limits.NewMemory()
+	} else if _, ok := g.store.(*limits.Memory); !ok {
+		g.storeName = "redis"
+	}
 	var errs []error
+	if err := g.initKeys(opts.Keys); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range opts.Providers {
 		p, err := newProvider(opts.Providers[i])
 		if err != nil {
@@ -189,7 +226,7 @@ func New(opts Options) (*Gateway, error) {
 		g.providers[p.Name] = p
 	}
 	for i, r := range opts.Routes {
-		rt, err := newRoute(i, r, g.providers)
+		rt, err := newRoute(g, i, r, g.providers)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -335,5 +372,6 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, p := range g.providers {
 		p.closeIdle()
 	}
+	g.store.Close()
 	return err
 }

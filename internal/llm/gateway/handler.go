@@ -44,6 +44,12 @@ const (
 	errClientGone       = "client_gone"
 	errShutdown         = "shutdown"
 	errInternal         = "internal"
+	errDeadline         = "deadline"
+	errUnavailable      = "unavailable"
+	errRateLimited      = "rate_limited"
+	errBudget           = "budget"
+	errForbidden        = "forbidden"
+	errLimitStore       = "limit_store"
 )
 
 // Neutral error kinds of translate.Error.
@@ -85,7 +91,12 @@ func (x *exchange) timedOut() {
 	if x.timerDone {
 		return
 	}
-	switch x.phase.Load() {
+	ph := x.phase.Load()
+	if ph != phaseOver && x.deadlineAt > 0 && x.clock() >= x.deadlineAt {
+		x.cancel(errDeadlinePassed)
+		return
+	}
+	switch ph {
 	case phaseResponse:
 		x.cancel(errResponseTimeout)
 	case phaseRequest:
@@ -158,6 +169,7 @@ var (
 	errRequestTimeout  = errors.New("request timeout")
 	errIdleTimeout     = errors.New("stream idle timeout")
 	errStreamOver      = errors.New("stream over")
+	errDeadlinePassed  = errors.New("route deadline")
 )
 
 type operation uint8
@@ -189,11 +201,13 @@ type exchange struct {
 	includeUsage bool
 	op           operation
 	key          string // the gateway key's name
+	kd           *keyData
 	model        string // as the client asked
 	stream       bool
 	rt           *route
-	label        string // model metric label
-	trans        bool   // translated across dialects
+	t            *target // the target of the current (or last) attempt
+	label        string  // model metric label
+	trans        bool    // translated across dialects
 	trace        bool
 
 	stages       [numStages]time.Duration
@@ -224,6 +238,18 @@ type exchange struct {
 	// possibly after RoundTrip has returned.
 	wrote atomic.Int64
 	ct    httptrace.ClientTrace
+
+	// Attempts: how many were made, the failure held for the client
+	// while another may still answer, whether another may follow this
+	// one, the provider's retry-after, and the request's deadline (a
+	// clock reading; 0: none).
+	attempts   int
+	pend       pending
+	more       bool
+	retryAfter time.Duration
+	deadlineAt time.Duration
+
+	lim limitState
 
 	usage          translate.Usage
 	upstreamStatus int
@@ -345,7 +371,8 @@ func (x *exchange) authenticate() bool {
 			Message: "invalid API key: this is not a key of this gateway"})
 		return false
 	}
-	x.key = x.g.keys[found].Name
+	x.kd = x.g.keys[found]
+	x.key = x.kd.Name
 	return true
 }
 
@@ -378,17 +405,113 @@ func (x *exchange) relay() {
 			Message: fmt.Sprintf("model %q is not served by this gateway: no route matches it (GET /v1/models lists the models it serves)", clip(req.Model))})
 		return
 	}
-	x.rt, x.label = rt, rt.modelLabel(req.Model)
+	x.rt, x.label = rt, rt.modelLabel(nil, req.Model)
 	x.lap(StageRoute)
 
-	p := rt.p
-	if x.op == opCountTokens && p.Dialect != translate.Anthropic {
+	if x.op == opCountTokens && rt.p.Dialect != translate.Anthropic {
 		x.fail(errUnsupported, &translate.Error{Status: 400, Kind: kindInvalidRequest, Param: "model",
 			Message: fmt.Sprintf("token counting is not available for model %q: its provider speaks the OpenAI dialect, which has no count_tokens endpoint", clip(req.Model))})
 		return
 	}
-	upModel := rt.upstreamModel(req.Model)
+	if !x.admit(body) {
+		return
+	}
+	x.attemptAll(body, req)
+}
+
+// attemptAll sends the request to the route's targets, in the order the
+// route's strategy gives, retrying each as the route says, until one
+// answers, a failure is not one to retry, or the targets, attempts or
+// deadline run out. A failure is held (x.pend) rather than answered, so
+// that only the last is, if no attempt succeeds.
+func (x *exchange) attemptAll(body []byte, req jsonscan.Request) {
+	rt := x.rt
+	var pl plan
+	rt.planFor(&pl)
+	if pl.n == 0 {
+		x.unavailable()
+		return
+	}
+	if rt.deadline > 0 {
+		x.deadlineAt = x.clock() + rt.deadline
+	}
+	for i := 0; i < pl.n; i++ {
+		t := pl.at(i)
+		if i > 0 {
+			if !t.usable(nanotime()) && t.rt.Health.Failures > 0 {
+				// Ejected since the plan was made.
+				continue
+			}
+			x.t.ms.fallbacks.Inc()
+		}
+		for a := 1; a <= rt.Retry.Attempts; a++ {
+			if a > 1 {
+				wait := max(rt.backoff(a-1), x.retryAfter)
+				if x.retryAfter > rt.Retry.MaxBackoff || !x.wait(wait) {
+					break
+				}
+				t.ms.retries.Inc()
+			}
+			x.more = a < rt.Retry.Attempts || i < pl.n-1
+			if x.attempt(t, body, req) || !x.pend.retry || x.expired() {
+				x.answerPending()
+				return
+			}
+		}
+	}
+	x.answerPending()
+}
+
+// wait sleeps d before a retry, unless the deadline would pass first (it
+// reports false then) or the client leaves (also false).
+func (x *exchange) wait(d time.Duration) bool {
+	if x.deadlineAt > 0 && x.clock()+d >= x.deadlineAt {
+		return false
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-x.r.Context().Done():
+		return false
+	case <-x.g.baseCtx.Done():
+		return false
+	}
+}
+
+// expired reports whether the request's deadline has passed.
+func (x *exchange) expired() bool { return x.deadlineAt > 0 && x.clock() >= x.deadlineAt }
+
+// unavailable answers a request whose route has no target to try: every
+// one is ejected or cooling down after a retry-after. The client gets 503
+// with a retry-after for when the first comes back.
+func (x *exchange) unavailable() {
+	now := nanotime()
+	var wait time.Duration = -1
+	for _, t := range x.rt.targets {
+		if w := t.waitLeft(now); wait < 0 || w < wait {
+			wait = w
+		}
+	}
+	secs := setRetryAfter(x.w.Header(), wait)
+	x.fail(errUnavailable, &translate.Error{Status: 503, Kind: kindOverloaded,
+		Message: fmt.Sprintf("every target of route %q is unavailable (failing, or rate limited by its provider); retry after %d s", x.rt.Name, secs)})
+}
+
+// attempt sends the request to t once. It reports true when the client
+// has been answered (or has left); otherwise x.pend holds the failure.
+func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
+	g := x.g
+	p := t.p
+	x.resetAttempt(t)
+	x.attempts++
+	upModel := t.upstreamModel(req.Model)
 	out := body
+	x.trans, x.dropped, x.includeUsage = false, nil, false
 	if p.Dialect == x.client {
 		if upModel != req.Model {
 			out = jsonscan.Splice(body, req.ModelStart, req.ModelEnd, upModel)
@@ -402,50 +525,66 @@ func (x *exchange) relay() {
 				te = &translate.Error{Status: 400, Kind: kindInvalidRequest, Message: err.Error()}
 			}
 			x.fail(errTranslate, te)
-			return
+			return true
 		}
 		out, x.dropped, x.includeUsage = tr.Body, tr.Dropped, tr.IncludeUsage
 	}
 
-	ctx, cancel := context.WithCancelCause(x.r.Context())
+	parent := x.r.Context()
+	if x.lim.active {
+		// The key's tokens or spend are counted: a client that leaves does
+		// not cancel the provider's answer, which is read to its end (within
+		// request_timeout) for the usage the provider bills.
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	x.upCtx, x.cancel = ctx, cancel
 	defer cancel(nil)
-	x.reqEnd = x.clock() + p.RequestTimeout
+	if x.lim.active {
+		defer context.AfterFunc(g.baseCtx, func() { cancel(nil) })()
+	}
+	now := x.clock()
+	x.reqEnd = now + p.RequestTimeout
+	first := min(p.ResponseTimeout, p.RequestTimeout)
+	if x.deadlineAt > 0 {
+		x.reqEnd = min(x.reqEnd, x.deadlineAt)
+		first = min(first, max(x.deadlineAt-now, 0))
+	}
 	if p.ResponseTimeout >= p.RequestTimeout {
 		x.phase.Store(phaseRequest)
 	}
-	x.timer = time.AfterFunc(min(p.ResponseTimeout, p.RequestTimeout), x.timedOut)
+	x.timer = time.AfterFunc(first, x.timedOut)
 	defer x.stopTimer()
 	x.ct.WroteRequest = func(httptrace.WroteRequestInfo) { x.wrote.Store(max(int64(time.Since(x.start)), 1)) }
 	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &x.ct), http.MethodPost, p.url(x.op), bytes.NewReader(out))
 	if err != nil {
 		panic(err) // the URL was checked by New
 	}
-	ureq.Header = p.requestHeader(x.client, x.r.Header, x.stream)
+	ureq.Header = p.requestHeader(t.header, x.client, x.r.Header, x.stream)
 	x.lap(StagePrepare)
 
 	x.sendStart = x.mark
 	resp, err := p.rt.RoundTrip(ureq)
-	now := x.clock()
+	now = x.clock()
+	var upWait time.Duration
 	if wrote := time.Duration(x.wrote.Load()); wrote != 0 {
 		x.add(StageSend, wrote-x.sendStart)
-		x.upstreamWait = now - wrote
+		upWait = now - wrote
+		x.upstreamWait += upWait
 	} else {
 		x.add(StageSend, now-x.sendStart)
 	}
 	x.mark = now
 	if err != nil {
-		x.upstreamFailed(err, false)
-		return
+		return x.upstreamFailed(err, false)
 	}
 	defer resp.Body.Close()
 	x.upstreamStatus = resp.StatusCode
-	p.upstreamObs.Observe(x.upstreamWait.Seconds())
+	p.upstreamObs.Observe(upWait.Seconds())
 	rb := &timedBody{r: resp.Body, x: x}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		x.providerError(resp, rb)
-		return
+		return x.providerError(resp, rb)
 	}
 	isSSE := isEventStream(resp.Header.Get("Content-Type"))
 	if isSSE != x.stream {
@@ -453,15 +592,90 @@ func (x *exchange) relay() {
 		if x.stream {
 			want, got = "an event stream", "Content-Type "+strconv.Quote(resp.Header.Get("Content-Type"))
 		}
-		x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+		return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
 			Message: fmt.Sprintf("provider %q answered with %s where %s was asked for", p.Name, got, want)})
-		return
 	}
 	if x.stream {
-		x.relayStream(resp, rb)
-	} else {
-		x.relayJSON(resp, rb)
+		return x.relayStream(resp, rb)
 	}
+	return x.relayJSON(resp, rb)
+}
+
+// resetAttempt readies the exchange for an attempt on t.
+func (x *exchange) resetAttempt(t *target) {
+	x.t = t
+	x.label = x.rt.modelLabel(t, x.model)
+	x.pend = pending{}
+	x.retryAfter = 0
+	x.upstreamStatus = 0
+	x.firstByte = false
+	x.timerDone = false
+	x.idle = 0
+	x.phase.Store(phaseResponse)
+	x.lastEvent.Store(0)
+	x.wrote.Store(0)
+}
+
+// pending is a failed attempt's answer, held until it is known that no
+// other attempt will answer instead.
+type pending struct {
+	set   bool
+	retry bool // the route retries this failure
+	kind  string
+	te    *translate.Error
+	// raw, if set, is a provider error body in the client's dialect,
+	// forwarded as it is with status.
+	raw    []byte
+	status int
+	header http.Header // request ids, retry-after
+}
+
+// failAttempt holds a failed attempt's answer (status is the provider's,
+// 0 if it sent none) and records the attempt's outcome. It returns false:
+// the client has not been answered.
+func (x *exchange) failAttempt(kind string, status int, te *translate.Error) bool {
+	x.pend.set, x.pend.kind, x.pend.te, x.pend.status = true, kind, te, status
+	x.pend.retry = x.rt.retryable(status, kind)
+	t := x.t
+	if x.pend.retry {
+		t.ms.attemptRetryable.Inc()
+	} else {
+		t.ms.attemptFailed.Inc()
+	}
+	if unhealthy(status, kind) {
+		t.failed(nanotime())
+	}
+	return false
+}
+
+// answerPending answers with the last attempt's failure.
+func (x *exchange) answerPending() {
+	pd := &x.pend
+	if !pd.set {
+		return
+	}
+	h := x.w.Header()
+	for k, v := range pd.header {
+		h[k] = v
+	}
+	x.setTargetHeaders()
+	if pd.raw != nil {
+		x.errKind, x.errMsg = pd.kind, pd.te.Message
+		x.writeBody(pd.status, "application/json", pd.raw)
+		return
+	}
+	x.fail(pd.kind, pd.te)
+}
+
+// setTargetHeaders tells the client which target answered and after how
+// many attempts.
+func (x *exchange) setTargetHeaders() {
+	if x.t == nil {
+		return
+	}
+	h := x.w.Header()
+	h[TargetHeader] = x.t.hdr
+	h[AttemptsHeader] = attemptsValue(x.attempts)
 }
 
 // preallocMax is the largest declared body read into a buffer of its
@@ -630,32 +844,43 @@ func (x *exchange) gone() {
 	x.errKind, x.errMsg = errClientGone, "the client closed the request"
 }
 
-// upstreamFailed answers a failed provider exchange: the client's own
+// upstreamFailed records a failed provider exchange: the client's own
 // departure, a timeout, a shutdown, or a connection problem. inStream is
 // true once the stream to the client has begun (then only the caller can
-// tell the client).
-func (x *exchange) upstreamFailed(err error, inStream bool) {
+// tell the client). It reports whether the client's request is over
+// (false: x.pend holds the failure).
+func (x *exchange) upstreamFailed(err error, inStream bool) bool {
 	e, kind := x.classify(err)
 	if kind == errClientGone {
 		x.gone()
-		return
+		return true
 	}
-	x.g.log.Warn("llm provider request failed", "provider", x.rt.p.Name, "err", err, "kind", kind)
-	if !inStream {
-		x.fail(kind, e)
+	x.g.log.Warn("llm provider request failed", "provider", x.t.p.Name, "target", x.t.Name, "err", err, "kind", kind)
+	if inStream {
+		x.t.failed(nanotime())
+		return true
 	}
+	if kind == errShutdown || kind == errDeadline {
+		x.failAttempt(kind, 0, e)
+		x.pend.retry = false
+		return false
+	}
+	return x.failAttempt(kind, 0, e)
 }
 
 // classify names why the provider exchange failed, and what to tell the
 // client. Details such as the provider's address go to the log only.
 func (x *exchange) classify(err error) (*translate.Error, string) {
-	p := x.rt.p
+	p := x.t.p
 	cause := context.Cause(x.upCtx)
 	switch {
 	case x.g.baseCtx.Err() != nil:
 		return &translate.Error{Status: 503, Kind: kindOverloaded, Message: "the gateway is shutting down; retry the request"}, errShutdown
 	case x.r.Context().Err() != nil:
 		return nil, errClientGone
+	case errors.Is(cause, errDeadlinePassed):
+		return &translate.Error{Status: 504, Kind: kindTimeout,
+			Message: fmt.Sprintf("route %q did not answer within its deadline of %s (%d attempts)", x.rt.Name, x.rt.deadline, x.attempts)}, errDeadline
 	case errors.Is(cause, errResponseTimeout):
 		return &translate.Error{Status: 504, Kind: kindTimeout,
 			Message: fmt.Sprintf("provider %q did not start its response within %s (response_timeout)", p.Name, p.timeoutResp)}, errUpstreamTimeout
@@ -679,18 +904,27 @@ func (x *exchange) classify(err error) (*translate.Error, string) {
 // keeping the provider's message. On the fast path an error body already
 // in the client's dialect is forwarded as it is. A provider refusing the
 // gateway's own credentials is a gateway fault (502), not the client's.
-func (x *exchange) providerError(resp *http.Response, body io.Reader) {
+func (x *exchange) providerError(resp *http.Response, body io.Reader) bool {
 	data, err := io.ReadAll(io.LimitReader(body, maxErrorBytes))
 	if err != nil && x.upCtx.Err() != nil {
-		x.upstreamFailed(err, false)
-		return
+		return x.upstreamFailed(err, false)
 	}
 	x.lap(StageResponseReceive)
-	p := x.rt.p
-	copyResponseIDs(x.w.Header(), resp.Header, x.g.red)
+	p := x.t.p
+	x.pend.header = http.Header{}
+	copyResponseIDs(x.pend.header, resp.Header, x.g.red)
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		ra, _ = x.g.red.scrubString(ra)
-		x.w.Header().Set("Retry-After", ra)
+		x.pend.header.Set("Retry-After", ra)
+	}
+	if x.rt.resilient {
+		switch resp.StatusCode {
+		case 429, 503, 529:
+			if d := parseRetryAfter(resp.Header); d > 0 {
+				x.t.coolFor(nanotime(), d)
+				x.retryAfter = d
+			}
+		}
 	}
 	// The provider may quote the key the gateway sent it ("Incorrect API
 	// key provided: sk-…"): mask it before the body goes anywhere, forwarded
@@ -698,17 +932,15 @@ func (x *exchange) providerError(resp *http.Response, body io.Reader) {
 	data = x.g.red.scrubError(data)
 	pe := translate.ParseError(p.Dialect, resp.StatusCode, data)
 	if resp.StatusCode == 401 || resp.StatusCode == 403 {
-		x.g.log.Error("llm provider refused the gateway's credentials: check its api_key", "provider", p.Name, "status", resp.StatusCode, "message", pe.Message)
-		x.fail(errUpstreamStatus, &translate.Error{Status: 502, Kind: kindAPIError,
+		x.g.log.Error("llm provider refused the gateway's credentials: check its api_key", "provider", p.Name, "target", x.t.Name, "status", resp.StatusCode, "message", pe.Message)
+		return x.failAttempt(errUpstreamStatus, resp.StatusCode, &translate.Error{Status: 502, Kind: kindAPIError,
 			Message: fmt.Sprintf("provider %q refused the gateway's credentials (HTTP %d): %s", p.Name, resp.StatusCode, pe.Message)})
-		return
 	}
+	x.failAttempt(errUpstreamStatus, resp.StatusCode, pe)
 	if p.Dialect == x.client && resp.StatusCode >= 400 && isDialectError(p.Dialect, data) {
-		x.errKind, x.errMsg = errUpstreamStatus, pe.Message
-		x.writeBody(resp.StatusCode, "application/json", data)
-		return
+		x.pend.raw = data
 	}
-	x.fail(errUpstreamStatus, pe)
+	return false
 }
 
 // isDialectError reports whether body is dialect d's error JSON.
@@ -840,17 +1072,15 @@ func copyResponseIDs(dst, src http.Header, red *redactor) {
 }
 
 // relayJSON relays a non-streaming success response.
-func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
-	p := x.rt.p
+func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
+	p := x.t.p
 	data, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
 	if err != nil {
-		x.upstreamFailed(err, false)
-		return
+		return x.upstreamFailed(err, false)
 	}
 	if len(data) > maxResponseBytes {
-		x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+		return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
 			Message: fmt.Sprintf("provider %q sent a response larger than %d bytes", p.Name, maxResponseBytes)})
-		return
 	}
 	x.lap(StageResponseReceive)
 	if x.op != opCountTokens {
@@ -862,9 +1092,8 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 		data, err = translate.Response(p.Dialect, x.client, data, x.model)
 		if err != nil {
 			x.g.log.Warn("llm provider response could not be translated", "provider", p.Name, "err", err)
-			x.fail(errUpstreamProtocol, &translate.Error{Status: 502, Kind: kindAPIError,
+			return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
 				Message: fmt.Sprintf("provider %q sent a response the gateway cannot translate: %v", p.Name, err)})
-			return
 		}
 		ctype = "application/json"
 	}
@@ -878,21 +1107,67 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) {
 	} else {
 		ctype, _ = x.g.red.scrubString(ctype)
 	}
+	x.succeeded()
 	x.writeBody(resp.StatusCode, ctype, data)
+	return true
+}
+
+// succeeded records that the attempt's answer has begun: the target is
+// healthy.
+func (x *exchange) succeeded() {
+	x.t.ms.attemptOK.Inc()
+	x.t.succeeded()
+	x.setTargetHeaders()
 }
 
 // relayStream relays an event stream, one event at a time, flushing each.
 // However the provider's stream ends, the client's stream ends with the
 // dialect's terminator or its error event (translate.Stream.End).
-func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
-	p := x.rt.p
+func (x *exchange) relayStream(resp *http.Response, body io.Reader) bool {
+	p := x.t.p
 	// The idle limit applies from the stream's first byte; an error body
 	// that answers a streamed request is not a stream.
 	x.tmu.Lock()
 	x.idle = p.StreamIdleTimeout
 	x.tmu.Unlock()
-	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage})
 	rd := sse.NewReader(body)
+	// When another attempt could still answer, the client's response
+	// waits for the provider's first event: until then a failure is
+	// retried or falls back; after it, it can only end the stream.
+	var first sse.Event
+	haveFirst := false
+	if x.more {
+		t0, recv0 := x.clock(), x.recvWait
+		ev, err := rd.Next()
+		t1 := x.clock()
+		read := x.recvWait - recv0
+		x.add(StageResponseReceive, read)
+		x.add(StageResponseParse, t1-t0-read)
+		if err == nil && isErrorEvent(ev) {
+			err = errErrorEvent
+		}
+		if err != nil {
+			x.t.ms.streamBefore.Inc()
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			if err == errErrorEvent {
+				pe := translate.ParseError(p.Dialect, 500, x.g.red.scrubError(ev.Data))
+				return x.failAttempt(errUpstreamStatus, 500, pe)
+			}
+			if x.upCtx.Err() == nil {
+				x.g.log.Warn("llm provider stream broke off before its first event", "provider", p.Name, "target", x.t.Name, "err", err)
+				return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError, Message: streamBroke(p.Name, err).Error()})
+			}
+			return x.upstreamFailed(err, false)
+		}
+		if x.idle > 0 {
+			x.lastEvent.Store(int64(t1))
+		}
+		first, haveFirst = ev, true
+	}
+	x.succeeded()
+	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage})
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -916,13 +1191,21 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 		sw = sse.NewWriter(&x.w)
 	}
 	var cause, evErr error
+	draining := false
 	for {
-		t0, recv0 := x.clock(), x.recvWait
-		ev, err := rd.Next()
+		var ev sse.Event
+		var err error
 		t1 := x.clock()
-		read := x.recvWait - recv0
-		x.add(StageResponseReceive, read)
-		x.add(StageResponseParse, t1-t0-read)
+		if haveFirst {
+			ev, haveFirst = first, false
+		} else {
+			t0, recv0 := t1, x.recvWait
+			ev, err = rd.Next()
+			t1 = x.clock()
+			read := x.recvWait - recv0
+			x.add(StageResponseReceive, read)
+			x.add(StageResponseParse, t1-t0-read)
+		}
 		if err != nil {
 			if err != io.EOF {
 				cause = err
@@ -941,6 +1224,11 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 		if x.firstEvent == 0 && x.w.written > 0 {
 			x.firstEvent = t2
 		}
+		if evErr != nil && x.lim.active && x.w.err != nil && !draining {
+			// The client left; read on for the usage, writing nowhere.
+			draining, evErr = true, nil
+			sw = sse.NewWriter(io.Discard)
+		}
 		if evErr != nil {
 			break
 		}
@@ -953,6 +1241,8 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	}
 	x.mark = x.clock()
 	switch {
+	case draining:
+		x.gone()
 	case evErr != nil:
 		// The client could not be written to, or the provider sent an
 		// event that cannot be translated (the client has its error
@@ -971,7 +1261,8 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 			break
 		}
 		x.upstreamFailed(cause, true)
-		if kind == errUpstreamTimeout {
+		x.t.ms.streamAfter.Inc()
+		if kind == errUpstreamTimeout || kind == errDeadline {
 			// The client's error event says timeout, as a JSON answer would.
 			x.endStream(st, sw, timeoutError(e.Message))
 		} else {
@@ -979,7 +1270,9 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 		}
 		x.errKind = kind
 	case cause != nil:
-		x.g.log.Warn("llm provider stream broke off", "provider", p.Name, "err", cause)
+		x.g.log.Warn("llm provider stream broke off", "provider", p.Name, "target", x.t.Name, "err", cause)
+		x.t.ms.streamAfter.Inc()
+		x.t.failed(nanotime())
 		x.endStream(st, sw, streamBroke(p.Name, cause))
 	default:
 		x.endStream(st, sw, nil)
@@ -991,6 +1284,16 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) {
 	if x.trace {
 		h.Set(TraceHeader, x.traceValue(now))
 	}
+	return true
+}
+
+// errErrorEvent is a stream whose first event is an error.
+var errErrorEvent = errors.New("the stream's first event is an error")
+
+// isErrorEvent reports whether a stream event is the dialect's error: an
+// Anthropic "error" event, or an OpenAI chunk holding an error object.
+func isErrorEvent(ev sse.Event) bool {
+	return string(ev.Name) == "error" || bytes.HasPrefix(bytes.TrimLeft(ev.Data, " "), []byte(`{"error"`))
 }
 
 // streamBroke describes a provider stream that failed mid-way without
@@ -1084,14 +1387,18 @@ func (g *Gateway) finish(x *exchange) {
 	}
 	var route, prov string
 	if x.rt != nil {
-		route, prov = x.rt.Name, x.rt.p.Name
+		route = x.rt.Name
 	}
+	if x.t != nil {
+		prov = x.t.p.Name
+	}
+	x.settle()
 	path := "passthrough"
 	if x.trans {
 		path = "translate"
 	}
 	overhead := max(total-x.blocked(), 0)
-	sr := g.seriesFor(seriesKey{client: x.client, route: x.rt, label: x.label, code: status, stream: x.stream})
+	sr := g.seriesFor(seriesKey{client: x.client, route: x.rt, target: x.t, label: x.label, code: status, stream: x.stream})
 	sr.requests.Inc()
 	if x.errKind != "" {
 		g.m.Errors.WithLabelValues(x.errKind, route, prov, x.label).Inc()
@@ -1141,6 +1448,9 @@ func (g *Gateway) finish(x *exchange) {
 	)
 	if x.upstreamStatus != 0 {
 		attrs = append(attrs, slog.Int("upstream_status", x.upstreamStatus))
+	}
+	if x.t != nil && (x.attempts > 1 || len(x.rt.targets) > 1) {
+		attrs = append(attrs, slog.String("target", x.t.Name), slog.Int("attempts", x.attempts))
 	}
 	if x.firstEvent > 0 {
 		attrs = append(attrs, slog.Duration("first_event", x.firstEvent))

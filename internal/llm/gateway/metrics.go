@@ -23,6 +23,22 @@ type Metrics struct {
 	Overhead  *prometheus.HistogramVec
 	Stages    *prometheus.HistogramVec
 	InFlight  prometheus.Gauge
+
+	// Routing targets: attempts by result, retries on the same target,
+	// fallbacks away from a target, ejections, whether a target is in
+	// rotation, and stream failures on either side of the first byte.
+	Attempts       *prometheus.CounterVec
+	Retries        *prometheus.CounterVec
+	Fallbacks      *prometheus.CounterVec
+	Ejections      *prometheus.CounterVec
+	TargetUp       *prometheus.GaugeVec
+	StreamFailures *prometheus.CounterVec
+
+	// Gateway keys: requests refused by a limit, spend, and failures of
+	// the limit store by the way they were resolved.
+	LimitRefusals *prometheus.CounterVec
+	Spend         *prometheus.CounterVec
+	StoreErrors   *prometheus.CounterVec
 }
 
 // Buckets for the time spent inside the gateway: 1 µs to 1 s.
@@ -83,8 +99,46 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests being handled now.",
 		}),
 	}
+	rtl := []string{"route", "target"}
+	m.Attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_attempts_total",
+		Help: "Attempts to send a request to a route target, by result: ok (the answer began), retryable (a failure the route retries or falls back on), failed (a failure answered as it is).",
+	}, append(rtl, "result"))
+	m.Retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_retries_total",
+		Help: "Attempts that retried the same target after a failure.",
+	}, rtl)
+	m.Fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_fallbacks_total",
+		Help: "Requests that left this target for the route's next one after a failure.",
+	}, rtl)
+	m.Ejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_target_ejections_total",
+		Help: "Times a target was taken out of rotation for its cooldown (a failed half-open probe counts again).",
+	}, rtl)
+	m.TargetUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "strait_llm_target_up",
+		Help: "1 while a target is in rotation, 0 while it is ejected.",
+	}, rtl)
+	m.StreamFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_stream_failures_total",
+		Help: "Provider streams that failed, by side of the first byte sent to the client: before_first_byte (retried or fallen back when the route allows) or after_first_byte (the client's stream ends with an error event).",
+	}, append(rtl, "boundary"))
+	m.LimitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_limit_refusals_total",
+		Help: "Requests refused by a gateway key's limit, by key and limit (rpm, tpm, budget, model).",
+	}, []string{"key", "limit"})
+	m.Spend = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_spend_dollars_total",
+		Help: "Spend settled per gateway key, from the providers' usage and the price table.",
+	}, []string{"key"})
+	m.StoreErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_llm_limit_store_errors_total",
+		Help: "Limit store (Redis) failures, by what was done: allowed (fail_open) or refused (fail_closed), and the operation.",
+	}, []string{"op", "outcome"})
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Errors, m.Duration, m.FirstByte, m.Upstream, m.Tokens, m.Overhead, m.Stages, m.InFlight)
+		reg.MustRegister(m.Requests, m.Errors, m.Duration, m.FirstByte, m.Upstream, m.Tokens, m.Overhead, m.Stages, m.InFlight,
+			m.Attempts, m.Retries, m.Fallbacks, m.Ejections, m.TargetUp, m.StreamFailures, m.LimitRefusals, m.Spend, m.StoreErrors)
 	}
 	return m
 }
@@ -98,6 +152,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 type seriesKey struct {
 	client translate.Dialect
 	route  *route
+	target *target
 	label  string
 	code   int
 	stream bool
@@ -126,6 +181,24 @@ func (g *Gateway) initSeries() {
 	for _, p := range g.providers {
 		p.upstreamObs = g.m.Upstream.WithLabelValues(p.Name)
 	}
+	m := g.m
+	for _, r := range g.routes {
+		for _, t := range r.targets {
+			l := []string{r.Name, t.Name}
+			t.ms = targetSeries{
+				attemptOK:        m.Attempts.WithLabelValues(r.Name, t.Name, "ok"),
+				attemptRetryable: m.Attempts.WithLabelValues(r.Name, t.Name, "retryable"),
+				attemptFailed:    m.Attempts.WithLabelValues(r.Name, t.Name, "failed"),
+				retries:          m.Retries.WithLabelValues(l...),
+				fallbacks:        m.Fallbacks.WithLabelValues(l...),
+				ejections:        m.Ejections.WithLabelValues(l...),
+				up:               m.TargetUp.WithLabelValues(l...),
+				streamBefore:     m.StreamFailures.WithLabelValues(r.Name, t.Name, "before_first_byte"),
+				streamAfter:      m.StreamFailures.WithLabelValues(r.Name, t.Name, "after_first_byte"),
+			}
+			t.ms.up.Set(1)
+		}
+	}
 }
 
 func (g *Gateway) seriesFor(k seriesKey) *series {
@@ -134,7 +207,10 @@ func (g *Gateway) seriesFor(k seriesKey) *series {
 	}
 	var route, prov string
 	if k.route != nil {
-		route, prov = k.route.Name, k.route.p.Name
+		route = k.route.Name
+	}
+	if k.target != nil {
+		prov = k.target.p.Name
 	}
 	m := g.m
 	s := &series{

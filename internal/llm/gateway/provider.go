@@ -175,11 +175,7 @@ func newProvider(p Provider) (*provider, error) {
 		"Accept-Encoding": {"identity"},
 	}
 	if p.APIKey != "" {
-		if p.Dialect == translate.Anthropic {
-			h["X-Api-Key"] = []string{p.APIKey}
-		} else {
-			h["Authorization"] = []string{"Bearer " + p.APIKey}
-		}
+		setCredentials(h, p.Dialect, p.APIKey)
 	}
 	return &provider{
 		Provider:    p,
@@ -207,12 +203,23 @@ func (p *provider) url(op operation) string {
 	}
 }
 
-// requestHeader returns the headers for one request: the provider's own
-// credentials, never the client's. An Anthropic client's
-// anthropic-version and anthropic-beta go through to an Anthropic
-// provider; anything else the client sent stays behind.
-func (p *provider) requestHeader(client translate.Dialect, in http.Header, stream bool) http.Header {
-	h := p.header.Clone()
+// setCredentials puts key in h as dialect d's API expects it.
+func setCredentials(h http.Header, d translate.Dialect, key string) {
+	delete(h, "X-Api-Key")
+	delete(h, "Authorization")
+	if d == translate.Anthropic {
+		h["X-Api-Key"] = []string{key}
+	} else {
+		h["Authorization"] = []string{"Bearer " + key}
+	}
+}
+
+// requestHeader returns the headers for one request: base (the
+// provider's, or a target's, credentials), never the client's. An
+// Anthropic client's anthropic-version and anthropic-beta go through to
+// an Anthropic provider; anything else the client sent stays behind.
+func (p *provider) requestHeader(base http.Header, client translate.Dialect, in http.Header, stream bool) http.Header {
+	h := base.Clone()
 	if stream {
 		h["Accept"] = []string{"text/event-stream"}
 	} else {

@@ -67,6 +67,12 @@ const (
 	// milliseconds): "receive;dur=0.004, parse;dur=0.001, …,
 	// upstream;dur=12.5, overhead;dur=0.061, total;dur=18.2".
 	TraceHeader = "X-Strait-Trace"
+	// TargetHeader names the route target that answered (or whose
+	// failure is the answer).
+	TargetHeader = "X-Strait-Target"
+	// AttemptsHeader is how many attempts the request took, the one
+	// that answered included.
+	AttemptsHeader = "X-Strait-Attempts"
 )
 
 // clock is the time since the request arrived.

@@ -58,6 +58,10 @@ func TestSASLExample(t *testing.T) {
 	if got := exampleRun(t, dir, alice+" -t alice-orders -C -e"); got != "hello\n" {
 		t.Errorf("alice read %q from alice-orders, want hello", got)
 	}
+	scram := strings.Replace(alice, "sasl.mechanisms=PLAIN", "sasl.mechanisms=SCRAM-SHA-512", 1)
+	if got := exampleRun(t, dir, scram+" -t alice-orders -C -e"); got != "hello\n" {
+		t.Errorf("alice read %q from alice-orders with SCRAM-SHA-512, want hello", got)
+	}
 	out, err = exampleShell(dir, "echo hi | "+alice+" -t bob-orders -P").CombinedOutput()
 	if err == nil || !strings.Contains(strings.ToLower(string(out)), "authorization") {
 		t.Errorf("alice producing to bob-orders: %v\n%s\nwant a topic authorization failure", err, out)

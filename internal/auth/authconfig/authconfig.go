@@ -39,6 +39,11 @@ type Config struct {
 	// address may have at failure_delay; each one past it waits a second
 	// longer than the last, up to 30 s. Default 10; 0: no budget.
 	FailureBudget *int `yaml:"failure_budget"`
+	// SCRAMNonce is how SCRAM's client-final nonce is checked: strict
+	// (RFC 5802, as Kafka 4), or librdkafka_compatible (the default):
+	// strict, but for the one form librdkafka before 2.6.1 sends, whose
+	// proof still binds the server's fresh nonce.
+	SCRAMNonce string `yaml:"scram_nonce"`
 }
 
 // Defaults.
@@ -96,6 +101,11 @@ func (c *Config) Validate() error {
 	if n := c.FailureBudget; n != nil && *n < 0 {
 		bad("failure_budget: %d is negative: use the failures a minute an address may have, or 0 for no budget", *n)
 	}
+	switch c.SCRAMNonce {
+	case "", "strict", "librdkafka_compatible":
+	default:
+		bad("scram_nonce: %q: use strict (RFC 5802, as Kafka 4) or librdkafka_compatible (the default: also accepts the nonce of librdkafka before 2.6.1)", c.SCRAMNonce)
+	}
 	if d := c.FailureDelay; d != nil && (*d < 0 || *d > 10*time.Second) {
 		bad("failure_delay: %s: use a duration from 0s to 10s", *d)
 	}
@@ -145,9 +155,13 @@ func (c *Config) Build(log *slog.Logger) (*Built, error) {
 		case "PLAIN":
 			b.Mechanisms = append(b.Mechanisms, sasl.NewPlain(b.Store))
 		case credstore.SCRAMSHA256:
-			b.Mechanisms = append(b.Mechanisms, sasl.NewSCRAMSHA256(b.Store))
+			s := sasl.NewSCRAMSHA256(b.Store)
+			s.StrictNonce = c.SCRAMNonce == "strict"
+			b.Mechanisms = append(b.Mechanisms, s)
 		case credstore.SCRAMSHA512:
-			b.Mechanisms = append(b.Mechanisms, sasl.NewSCRAMSHA512(b.Store))
+			s := sasl.NewSCRAMSHA512(b.Store)
+			s.StrictNonce = c.SCRAMNonce == "strict"
+			b.Mechanisms = append(b.Mechanisms, s)
 		case "OAUTHBEARER":
 			b.Mechanisms = append(b.Mechanisms, sasl.NewOAuthBearer(validator, sasl.OAuthBearerOptions{Scope: c.OAuthBearer.RequiredScope}))
 		}

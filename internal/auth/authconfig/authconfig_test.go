@@ -8,6 +8,7 @@ import (
 
 	"github.com/straitgw/strait/internal/auth/credstore"
 	"github.com/straitgw/strait/internal/auth/oauth"
+	"github.com/straitgw/strait/internal/auth/sasl"
 )
 
 func TestValidate(t *testing.T) {
@@ -28,6 +29,7 @@ func TestValidate(t *testing.T) {
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", MaxSessionLifetime: d("5s")}, "max_session_lifetime: 5s is under 10s"},
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", FailureDelay: d("1m")}, "failure_delay: 1m0s: use a duration from 0s to 10s"},
 		{Config{Mechanisms: []string{"PLAIN"}, Credentials: "x", FailureBudget: func() *int { n := -1; return &n }()}, "failure_budget: -1 is negative"},
+		{Config{Mechanisms: []string{"SCRAM-SHA-512"}, Credentials: "x", SCRAMNonce: "lenient"}, `scram_nonce: "lenient": use strict`},
 	}
 	for _, tc := range cases {
 		err := tc.cfg.Validate()
@@ -65,5 +67,17 @@ func TestBuild(t *testing.T) {
 	}
 	if b.MaxSessionLifetime != DefaultMaxSessionLifetime || b.FailureDelay != DefaultFailureDelay || b.FailureBudget != DefaultFailureBudget || b.Store == nil {
 		t.Errorf("built %+v: want the defaults and the store", b)
+	}
+	for nonce, strict := range map[string]bool{"": false, "librdkafka_compatible": false, "strict": true} {
+		c.SCRAMNonce = nonce
+		b, err := c.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range b.Mechanisms {
+			if s, ok := m.(*sasl.SCRAM); ok && s.StrictNonce != strict {
+				t.Errorf("scram_nonce %q: %s strict %v, want %v", nonce, s.Name(), s.StrictNonce, strict)
+			}
+		}
 	}
 }

@@ -49,6 +49,10 @@ type Result struct {
 	// zero when it has none. The session lifetime (KIP-368) is the
 	// earlier of it and the configured maximum.
 	Expiry time.Time
+	// LegacySCRAMNonce: the client sent the SCRAM nonce of librdkafka
+	// before 2.6.1, accepted (SCRAM.StrictNonce unset). Logged, so that
+	// operators can find clients to upgrade before refusing it.
+	LegacySCRAMNonce bool
 }
 
 // Errors of an exchange. The proxy answers each with

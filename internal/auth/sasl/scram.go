@@ -3,6 +3,9 @@ package sasl
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -32,6 +35,9 @@ type SCRAM struct {
 	name  string
 	hash  scram.HashGeneratorFcn
 	creds Credentials
+	// StrictNonce refuses the client-final nonce of librdkafka before
+	// 2.6.1 (see legacyFinal); by default it is accepted.
+	StrictNonce bool
 }
 
 // NewSCRAMSHA256 returns the SCRAM-SHA-256 mechanism over creds.
@@ -57,6 +63,10 @@ type scramExchange struct {
 	conv   *scram.ServerConversation
 	found  bool // the user has credentials: false while the exchange runs on phantom ones
 	result Result
+	// For legacyFinal: client-first-message, server-first-message and
+	// the user's keys (phantom ones for an unknown user).
+	clientFirstMsg, serverFirstMsg string
+	storedKey, serverKey           []byte
 }
 
 func (e *scramExchange) Next(msg []byte) ([]byte, bool, error) {
@@ -103,6 +113,7 @@ func (e *scramExchange) clientFirst(msg []byte) ([]byte, bool, error) {
 		return nil, true, ErrAuthFailed
 	}
 	e.step = scramClientFinal
+	e.clientFirstMsg, e.serverFirstMsg = string(msg), out
 	return []byte(out), false, nil
 }
 
@@ -112,6 +123,15 @@ func (e *scramExchange) clientFinal(msg []byte) ([]byte, bool, error) {
 	e.step = scramDone
 	if err := e.check(msg, "client-final-message"); err != nil {
 		return nil, true, err
+	}
+	if !e.m.StrictNonce {
+		if out, ok, legacy := e.legacyFinal(string(msg)); legacy {
+			if !ok || !e.found {
+				return nil, true, ErrAuthFailed
+			}
+			e.result = Result{Principal: e.conv.Username(), LegacySCRAMNonce: true}
+			return []byte(out), true, nil
+		}
 	}
 	out, err := e.conv.Step(string(msg))
 	// Every failure here, a proof that does not verify, a changed nonce or gs2-header, an unreadable
@@ -127,6 +147,7 @@ func (e *scramExchange) clientFinal(msg []byte) ([]byte, bool, error) {
 func (e *scramExchange) lookup(user string) (scram.StoredCredentials, error) {
 	c, found := e.m.creds.Lookup(user, e.m.name)
 	e.found = found
+	e.storedKey, e.serverKey = c.StoredKey, c.ServerKey
 	return scram.StoredCredentials{
 		KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
 		StoredKey:  c.StoredKey,
@@ -163,3 +184,79 @@ func asksForTokenAuth(msg []byte) bool {
 }
 
 var _ Mechanism = (*SCRAM)(nil)
+
+// legacyFinal verifies a client-final-message whose nonce is the one
+// librdkafka before 2.6.1 sends (confluentinc/librdkafka#4895): its own
+// nonce again, followed by the nonce the server sent (which begins with
+// the client's), where RFC 5802 asks for the server's nonce alone. legacy
+// reports whether msg has that form; ok whether its proof verifies, and
+// out is then server-final-message.
+//
+// Accepting it costs no security: the proof is computed over the whole
+// exchange (client-first, server-first with the server's fresh nonce, and
+// this message as sent), so it still cannot be replayed into another
+// exchange. Kafka before 3.8.1 accepted any nonce here, 3.8.1 to 3.9 any
+// that ends with the server's; Kafka 4 refuses this form, and with it
+// every librdkafka client older than 2.6.1.
+func (e *scramExchange) legacyFinal(msg string) (out string, ok, legacy bool) {
+	bare, proof, found := strings.Cut(msg, ",p=")
+	if !found || strings.Contains(proof, ",") {
+		return "", false, false
+	}
+	c, rest, _ := strings.Cut(bare, ",")
+	r, _, _ := strings.Cut(rest, ",")
+	serverNonce := attr(e.serverFirstMsg, "r=")
+	gs2, clientBare := gs2Split(e.clientFirstMsg)
+	clientNonce := attr(clientBare, "r=")
+	if clientNonce == "" || serverNonce == "" || r != "r="+clientNonce+serverNonce {
+		return "", false, false
+	}
+	if c != "c="+base64.StdEncoding.EncodeToString([]byte(gs2)) {
+		return "", false, true
+	}
+	p, err := base64.StdEncoding.DecodeString(proof)
+	h := e.m.hash()
+	if err != nil || len(p) != h.Size() || len(e.storedKey) != h.Size() {
+		return "", false, true
+	}
+	authMessage := []byte(clientBare + "," + e.serverFirstMsg + "," + bare)
+	mac := func(key []byte) []byte {
+		m := hmac.New(e.m.hash, key)
+		m.Write(authMessage)
+		return m.Sum(nil)
+	}
+	clientKey := mac(e.storedKey)
+	for i := range clientKey {
+		clientKey[i] ^= p[i]
+	}
+	h.Write(clientKey)
+	if subtle.ConstantTimeCompare(h.Sum(nil), e.storedKey) != 1 {
+		return "", false, true
+	}
+	return "v=" + base64.StdEncoding.EncodeToString(mac(e.serverKey)), true, true
+}
+
+// gs2Split splits client-first-message into its gs2-header (with its
+// trailing comma) and client-first-message-bare.
+func gs2Split(msg string) (gs2, bare string) {
+	i := strings.Index(msg, ",")
+	if i < 0 {
+		return "", msg
+	}
+	j := strings.Index(msg[i+1:], ",")
+	if j < 0 {
+		return "", msg
+	}
+	return msg[:i+1+j+1], msg[i+1+j+1:]
+}
+
+// attr returns the value of the first attribute with prefix (such as
+// "r=") in a comma-separated SCRAM message.
+func attr(msg, prefix string) string {
+	for f := range strings.SplitSeq(msg, ",") {
+		if v, ok := strings.CutPrefix(f, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}

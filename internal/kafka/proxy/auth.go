@@ -282,7 +282,12 @@ func (c *conn) authSucceeded() (time.Duration, error) {
 	if again {
 		msg = "client re-authenticated"
 	}
-	c.log.Info(msg, "principal", res.Principal, "mechanism", a.mech.Name(), "session_lifetime", lifetime)
+	if res.LegacySCRAMNonce {
+		c.log.Info(msg, "principal", res.Principal, "mechanism", a.mech.Name(), "session_lifetime", lifetime,
+			"legacy_scram_nonce", true, "note", "the client sent the SCRAM nonce of librdkafka before 2.6.1, accepted; Kafka 4 refuses it: upgrade the client's librdkafka")
+	} else {
+		c.log.Info(msg, "principal", res.Principal, "mechanism", a.mech.Name(), "session_lifetime", lifetime)
+	}
 	a.ex = nil
 	return lifetime, nil
 }

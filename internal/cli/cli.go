@@ -30,6 +30,7 @@ func commands() []command {
 		{"registry", "run a development schema registry (Confluent REST API; for development and tests only)", runRegistry},
 		{"keys", "manage key-encryption keys in a filesystem vault or AWS KMS: create, rotate, list", runKeys},
 		{"users", "manage the users of SASL PLAIN and SCRAM in a credential store: add, remove, list", runUsers},
+		{"llm-keys", "manage LLM gateway keys and their limits in an api_keys_file: add (shows the key once), remove, list", runLLMKeys},
 		{"mock", "run a mock LLM provider (mock llm; for tests and benchmarks only)", runMock},
 		{"bench", "measure: Kafka load (kafka), rate sweeps (sweep), the layer table (layers), LLM load (llm, llm-layers), comparisons (compare)", runBench},
 		{"version", "print the version", runVersion},

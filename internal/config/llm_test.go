@@ -219,6 +219,19 @@ func TestLLMErrors(t *testing.T) {
 		{"duplicate route name", llmWith(9, "    - {name: r, match: a, provider: mock}", "    - {name: r, match: b, provider: mock}"), "llm.routes[1].name", 10, "must be unique"},
 		{"empty listed model", llmWith(9, "    - {match: a, provider: mock, models: [\"\"]}"), "llm.routes[0].models[0]", 9, "is empty"},
 		{"empty llm", []string{"llm: {}"}, "llm.listeners", 1, "at least one listener"},
+		{"provider and targets", llmWith(9, "    - {match: a, provider: mock, targets: [{provider: mock}]}"), "llm.routes[0].targets", 9, "not both"},
+		{"target to unknown provider", llmWith(9, "    - {match: a, targets: [{provider: nope}]}"), "llm.routes[0].targets[0].provider", 9, `"nope" is not defined`},
+		{"same target twice", llmWith(9, "    - {match: a, targets: [{provider: mock}, {provider: mock}]}"), "llm.routes[0].targets[1]", 9, "give one of them a name"},
+		{"bad strategy", llmWith(9, "    - {match: a, strategy: random, targets: [{provider: mock}, {provider: mock, name: b}]}"), "llm.routes[0].strategy", 9, "use one of fallback, weighted"},
+		{"negative weight", llmWith(9, "    - {match: a, targets: [{provider: mock, weight: -1}]}"), "llm.routes[0].targets[0].weight", 9, "must not be negative"},
+		{"bad retry on", llmWith(9, "    - {match: a, provider: mock, retry: {attempts: 2, on: [5xx]}}"), "llm.routes[0].retry.on", 9, `"5xx" is not an HTTP status`},
+		{"retry attempts zero", llmWith(9, "    - {match: a, provider: mock, retry: {attempts: 0}}"), "llm.routes[0].retry.attempts", 9, "from 1 to 10"},
+		{"health without cooldown", llmWith(9, "    - {match: a, provider: mock, health: {failures: 3, window: 10s}}"), "llm.routes[0].health.cooldown", 9, "greater than zero"},
+		{"budget without prices", llmWith(5, "    - {name: a, key: k1, limits: {budget: {dollars: 5, period: day}}}"), "llm.api_keys[0].limits.budget", 5, "needs llm.prices"},
+		{"bad budget period", llmWith(5, "    - {name: a, key: k1, limits: {budget: {dollars: 5, period: week}}}"), "llm.api_keys[0].limits.budget.period", 5, "use one of hour, day, month"},
+		{"bad price", llmWith(0, "", "  prices: [{model: m, input: cheap}]"), "llm.prices[0].input", 10, "must be a number"},
+		{"bad redis url", llmWith(0, "", "  limits: {redis_url: \"127.0.0.1:6379\"}"), "llm.limits.redis_url", 0, "is not a Redis URL"},
+		{"bad fail mode", llmWith(0, "", "  limits: {on_store_error: {budgets: open}}"), "llm.limits.on_store_error.budgets", 10, "use one of fail_open, fail_closed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,8 +339,8 @@ func TestLLMExample(t *testing.T) {
 	}
 	l := cfg.LLM
 	keys, err := l.Keys()
-	if err != nil || len(keys) != 1 || keys[0].SHA256 != sha256.Sum256([]byte("strait-demo-key")) {
-		t.Errorf("the example's gateway key is not strait-demo-key: %v %v", keys, err)
+	if err != nil || len(keys) != 2 || keys[0].SHA256 != sha256.Sum256([]byte("strait-demo-key")) || keys[1].Limits.RPM != 60 {
+		t.Errorf("the example's gateway keys are not strait-demo-key and a limited key: %v %v", keys, err)
 	}
 	h1, h2c := l.Listeners[0].Cleartext()
 	if l.Listeners[0].Listen != "127.0.0.1:8080" || !h1 || !h2c || cfg.Admin.Listen != "127.0.0.1:9191" {
@@ -335,7 +348,11 @@ func TestLLMExample(t *testing.T) {
 	}
 	dialects := map[string]string{}
 	for _, r := range l.Routes {
-		p := l.Providers[r.Provider]
+		prov := r.Provider
+		if len(r.Targets) > 0 {
+			prov = r.Targets[0].Provider
+		}
+		p := l.Providers[prov]
 		dialects[r.Match] = p.Dialect
 		if p.BaseURL != "http://127.0.0.1:8000" {
 			t.Errorf("provider %s at %s, want the mock at http://127.0.0.1:8000", p.Name, p.BaseURL)

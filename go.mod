@@ -17,6 +17,7 @@ require (
 	github.com/lestrrat-go/jwx/v3 v3.4.0
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/pierrec/lz4/v4 v4.1.33
+	github.com/pires/go-proxyproto v0.15.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/redis/go-redis/v9 v9.23.0

@@ -176,6 +176,16 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 			Log:              log,
 			Metrics:          km,
 		}
+		opts.MaxConns, opts.MaxConnsPerAddr = vcc.MaxConnections, vcc.MaxConnectionsPerAddress
+		opts.ClientWriteTimeout = vcc.ClientWriteTimeout.Duration
+		if vcc.ProxyProtocol == "allowed" || vcc.ProxyProtocol == "required" {
+			pp := &proxy.ProxyProtocol{Required: vcc.ProxyProtocol == "required"}
+			for _, n := range vcc.ProxyProtocolFrom {
+				prefix, _ := config.ParsePrefix(n) // checked by validation
+				pp.Trusted = append(pp.Trusted, prefix)
+			}
+			opts.ProxyProtocol = pp
+		}
 		if u := vcc.UpstreamIdentity; u != nil {
 			id := &proxy.UpstreamIdentity{Principals: map[string]kafkasasl.Mechanism{}, RefuseUnmapped: u.RefusesUnmapped()}
 			for name, s := range u.Principals {

@@ -29,6 +29,10 @@ const (
 	// DefaultFrameReadTimeout matches a Kafka client's default
 	// request.timeout.ms: by then the client has given up on the request.
 	DefaultFrameReadTimeout = 30 * time.Second
+	// DefaultClientWriteTimeout is how long a client may leave its answers
+	// unread before it is disconnected: far beyond any client that is
+	// reading (even a paused consumer's library reads its socket).
+	DefaultClientWriteTimeout = time.Minute
 	// DefaultNodePortCount is how many node ports a virtual cluster gets
 	// when node_ports.end is left out (node ids 0..999).
 	DefaultNodePortCount = 1000
@@ -149,6 +153,19 @@ type VirtualCluster struct {
 	// CLI decodes and checks it, reporting problems at its line. Kind 0:
 	// absent, and clients' SASL is relayed to the brokers.
 	SASL yaml.Node `yaml:"sasl,omitempty"`
+	// ProxyProtocol is off (the default), allowed or required: whether the
+	// listeners read a PROXY protocol header (v1 or v2) before anything
+	// else, believed only from ProxyProtocolFrom.
+	ProxyProtocol     string   `yaml:"proxy_protocol,omitempty"`
+	ProxyProtocolFrom []string `yaml:"proxy_protocol_from,omitempty"`
+	// MaxConnections and MaxConnectionsPerAddress bound the client
+	// connections open at once, in all and from one client address; 0:
+	// no bound.
+	MaxConnections           int `yaml:"max_connections,omitempty"`
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address,omitempty"`
+	// ClientWriteTimeout disconnects a client that has not read its
+	// answers for this long; 0s: never.
+	ClientWriteTimeout Duration `yaml:"client_write_timeout"`
 	// UpstreamIdentity gives client principals broker credentials of
 	// their own, in place of the gateway's (clusters.*.sasl); nil: every
 	// broker connection is the gateway's.
@@ -333,6 +350,9 @@ func (c *Config) applyDefaults() {
 		}
 		if !c.set[p+".frame_read_timeout"] && vc.FrameReadTimeout.Duration == 0 {
 			vc.FrameReadTimeout.Duration = DefaultFrameReadTimeout
+		}
+		if !c.set[p+".client_write_timeout"] && vc.ClientWriteTimeout.Duration == 0 {
+			vc.ClientWriteTimeout.Duration = DefaultClientWriteTimeout
 		}
 		if vc.TLS != nil {
 			if vc.TLS.ClientAuth == "" {

@@ -971,3 +971,36 @@ func TestLoadMissingFile(t *testing.T) {
 		t.Errorf("got %v, want an os.ErrNotExist error", err)
 	}
 }
+
+// TestEdgeSettings: PROXY protocol and connection limits are checked, each
+// mistake named with its path and fix.
+func TestEdgeSettings(t *testing.T) {
+	cases := []struct {
+		lines []string
+		path  string
+		says  string
+	}{
+		{[]string{"    proxy_protocol: yes"}, "virtual_clusters[0].proxy_protocol", "use one of off, allowed, required"},
+		{[]string{"    proxy_protocol: required"}, "virtual_clusters[0].proxy_protocol_from", "is required with proxy_protocol"},
+		{[]string{"    proxy_protocol: allowed", "    proxy_protocol_from: [10.0.0.0/33]"}, "virtual_clusters[0].proxy_protocol_from[0]", "is not a network"},
+		{[]string{"    proxy_protocol_from: [10.0.0.0/8]"}, "virtual_clusters[0].proxy_protocol_from", "proxy_protocol is off"},
+		{[]string{"    max_connections: -1"}, "virtual_clusters[0].max_connections", "must not be negative"},
+		{[]string{"    max_connections: 10", "    max_connections_per_address: 20"}, "virtual_clusters[0].max_connections_per_address", "above max_connections"},
+		{[]string{"    client_write_timeout: -1s"}, "virtual_clusters[0].client_write_timeout", "must not be negative"},
+	}
+	for _, tc := range cases {
+		errs := parseErrs(t, doc(append(append([]string(nil), minimal...), tc.lines...)...))
+		e := findErr(errs, tc.path)
+		if e == nil || !strings.Contains(e.Error(), tc.says) {
+			t.Errorf("%v: errors %v, want %s saying %q", tc.lines, errs, tc.path, tc.says)
+		}
+	}
+	cfg := mustParse(t, doc(append(append([]string(nil), minimal...), "    proxy_protocol: required", "    proxy_protocol_from: [127.0.0.0/8, 10.1.2.3]")...))
+	vc := cfg.VirtualClusters[0]
+	if vc.ProxyProtocol != "required" || len(vc.ProxyProtocolFrom) != 2 || vc.ClientWriteTimeout.Duration != DefaultClientWriteTimeout {
+		t.Errorf("parsed %q %v %v", vc.ProxyProtocol, vc.ProxyProtocolFrom, vc.ClientWriteTimeout)
+	}
+	if p, err := ParsePrefix("10.1.2.3"); err != nil || p.Bits() != 32 {
+		t.Errorf("one address: %v, %v", p, err)
+	}
+}

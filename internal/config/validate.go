@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -212,6 +213,7 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 	v.nodePorts(p, vc, &info)
 	v.tlsServer(p+".tls", vc.TLS)
 	v.upstreamIdentity(p+".upstream_identity", vc)
+	v.edge(p, vc)
 	if cl, ok := c.Clusters[vc.Cluster]; ok && cl != nil && cl.SASL != nil && vc.SASL.Kind == 0 && (vc.TLS == nil || vc.TLS.Principal == nil) {
 		v.add(p+".sasl", fmt.Sprintf("is required: cluster %s has sasl (the gateway logs in to its brokers as itself), so clients must authenticate to the gateway: add a sasl block (mechanisms, credentials), or name clients by certificate with tls.principal", vc.Cluster))
 	}
@@ -321,6 +323,53 @@ func (v *validator) oneOf(path, value string, allowed ...string) bool {
 	}
 	v.add(path, fmt.Sprintf("%s is not allowed: use one of %s", v.c.show(path, value), strings.Join(allowed, ", ")))
 	return false
+}
+
+// edge checks a virtual cluster's PROXY protocol and connection limits.
+func (v *validator) edge(p string, vc *VirtualCluster) {
+	switch vc.ProxyProtocol {
+	case "", "off":
+		if len(vc.ProxyProtocolFrom) > 0 {
+			v.add(p+".proxy_protocol_from", "is set, but proxy_protocol is off: set proxy_protocol: allowed or required, or remove it")
+		}
+	case "allowed", "required":
+		if len(vc.ProxyProtocolFrom) == 0 {
+			v.add(p+".proxy_protocol_from", "is required with proxy_protocol: list the networks of the load balancers that send the header (e.g. [10.0.0.0/8]); a header from anywhere else is refused, since it would let a client name itself someone else")
+		}
+		for i, n := range vc.ProxyProtocolFrom {
+			if _, err := ParsePrefix(n); err != nil {
+				v.add(joinIndex(p+".proxy_protocol_from", i), fmt.Sprintf("%q is not a network: write a CIDR such as 10.0.0.0/8, or an address such as 10.1.2.3", n))
+			}
+		}
+	default:
+		v.oneOf(p+".proxy_protocol", vc.ProxyProtocol, "off", "allowed", "required")
+	}
+	if vc.MaxConnections < 0 {
+		v.add(p+".max_connections", "must not be negative: leave it out (or 0) for no bound")
+	}
+	if vc.MaxConnectionsPerAddress < 0 {
+		v.add(p+".max_connections_per_address", "must not be negative: leave it out (or 0) for no bound")
+	}
+	if vc.MaxConnections > 0 && vc.MaxConnectionsPerAddress > vc.MaxConnections {
+		v.add(p+".max_connections_per_address", fmt.Sprintf("%d is above max_connections (%d): lower it, or raise max_connections", vc.MaxConnectionsPerAddress, vc.MaxConnections))
+	}
+	if vc.ClientWriteTimeout.Duration < 0 {
+		v.add(p+".client_write_timeout", "must not be negative (e.g. 30s; 0s never disconnects a client that stops reading)")
+	}
+}
+
+// ParsePrefix reads a network in CIDR notation, or one address (a /32 or
+// /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // hostPort checks a host:port setting and returns its parts.

@@ -58,6 +58,10 @@ type KafkaMetrics struct {
 	// UpstreamReauths counts broker connections whose SASL session the
 	// gateway renewed before the broker's limit (KIP-368).
 	UpstreamReauths *prometheus.CounterVec
+	// ConnsRefused counts client connections turned away at the edge, by
+	// reason: max_connections, max_connections_per_address,
+	// proxy_protocol, sni (a TLS server name no route serves).
+	ConnsRefused *prometheus.CounterVec
 }
 
 // NewKafkaMetrics registers the Kafka proxy's metrics with reg.
@@ -101,7 +105,10 @@ func NewKafkaMetrics(reg prometheus.Registerer) *KafkaMetrics {
 	m.UpstreamReauths = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strait_kafka_upstream_reauthentications_total", Help: "Broker connections whose SASL session the gateway renewed before the broker's limit (KIP-368).",
 	}, []string{"virtual_cluster"})
+	m.ConnsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strait_kafka_connections_refused_total", Help: "Client connections turned away before any request, by reason: max_connections, max_connections_per_address, proxy_protocol, sni.",
+	}, []string{"virtual_cluster", "reason"})
 	reg.MustRegister(m.ConnsOpen, m.ConnsTotal, m.Requests, m.Responses, m.Bytes, m.UpstreamLatency, m.Errors,
-		m.Authentications, m.AuthDuration, m.ExpiredSessions, m.UpstreamReauths)
+		m.Authentications, m.AuthDuration, m.ExpiredSessions, m.UpstreamReauths, m.ConnsRefused)
 	return m
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -80,6 +81,16 @@ type Options struct {
 	// credentials of their own. It needs a principal: SASL or
 	// CertPrincipal.
 	UpstreamIdentity *UpstreamIdentity
+	// ProxyProtocol, if set, reads a PROXY protocol header before
+	// anything else on every connection.
+	ProxyProtocol *ProxyProtocol
+	// MaxConns and MaxConnsPerAddr bound the client connections open at
+	// once, in all and from one client address (after the PROXY header);
+	// 0: no bound. A connection past either is closed at once.
+	MaxConns, MaxConnsPerAddr int
+	// ClientWriteTimeout disconnects a client that has not taken its
+	// answers for this long (it stopped reading); 0: never.
+	ClientWriteTimeout time.Duration
 	// VersionLimit, if set, lowers the highest version of an API key the
 	// gateway offers clients in ApiVersions (a filter that cannot handle a
 	// newer version of some key needs it). It returns the version to
@@ -123,6 +134,9 @@ type VirtualCluster struct {
 	// failures is the failure budget of client addresses, when SASL is
 	// terminated here.
 	failures *failureBudget
+	// limits counts connections against MaxConns and MaxConnsPerAddr;
+	// nil without either.
+	limits *connLimits
 
 	sideOnce sync.Once
 	side     *kgo.Client
@@ -213,6 +227,9 @@ func New(opts Options) (*VirtualCluster, error) {
 	}
 	if opts.SASL != nil {
 		v.failures = &failureBudget{budget: opts.SASL.FailureBudget}
+	}
+	if opts.MaxConns > 0 || opts.MaxConnsPerAddr > 0 {
+		v.limits = &connLimits{max: opts.MaxConns, perAddr: opts.MaxConnsPerAddr, byAddr: map[netip.Addr]int{}}
 	}
 	if opts.UpstreamIdentity != nil && opts.SASL == nil && opts.CertPrincipal == nil {
 		return nil, errors.New("upstream identity maps client principals, but the virtual cluster names none: terminate SASL or map TLS client certificates to principals")

@@ -83,7 +83,9 @@ type conn struct {
 	respBuf []byte // respond's buffer for whole frames up to keepBuf
 	// Owned by readRequests: when it last renewed each deadline.
 	writeArmed, idleArmed time.Time
-	idleDeadline          time.Time
+	// Owned by respond: when it last renewed the client write deadline.
+	clientWriteArmed time.Time
+	idleDeadline     time.Time
 	// Owned by readRequests: the frame being read, while a frame read
 	// deadline is set (see frameStart).
 	frameDeadline time.Time
@@ -102,7 +104,17 @@ type conn struct {
 	upReauth time.Time
 }
 
-func (v *VirtualCluster) serve(raw net.Conn, node int32) {
+func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
+	raw, err := v.acceptProxy(accepted)
+	if err != nil {
+		v.refuse(accepted, accepted.RemoteAddr(), refusedProxyProtocol, err)
+		return
+	}
+	if reason, ok := v.limits.admit(raw.RemoteAddr()); !ok {
+		v.refuse(raw, raw.RemoteAddr(), reason, errors.New("over the virtual cluster's limit"))
+		return
+	}
+	defer v.limits.release(raw.RemoteAddr())
 	v.m.connsTotal.Inc()
 	v.m.connsOpen.Inc()
 	defer v.m.connsOpen.Dec()
@@ -904,6 +916,7 @@ func (c *conn) respond() {
 	for {
 		var p pending
 		var ok bool
+		c.armClientWrite()
 		select {
 		case p, ok = <-c.inflight:
 		default:
@@ -915,6 +928,8 @@ func (c *conn) respond() {
 				}
 			}
 			p, ok = <-c.inflight
+			// The wait may have outlasted the deadline armed above.
+			c.armClientWrite()
 		}
 		if !ok {
 			if err := c.cw.Flush(); err != nil {
@@ -948,6 +963,12 @@ func (c *conn) respond() {
 var errClientGone = errors.New("client went away")
 
 func (c *conn) clientWriteErr(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) && !c.closing.Load() {
+		c.v.m.err(errClientWriteTimeout)
+		c.log.Warn("disconnecting a client that stopped reading its answers", "client_write_timeout", c.v.opts.ClientWriteTimeout,
+			"fix", "if clients legitimately take longer to read, raise client_write_timeout")
+		return errClientGone
+	}
 	if !c.closing.Load() {
 		c.v.m.err(errClientIO)
 		c.log.Info("client went away", "err", err)

@@ -80,6 +80,11 @@ const (
 	errFrameTimeout = "frame_timeout"
 )
 
+// refused counts a connection turned away at the edge.
+func (v *vcMetrics) refused(reason string) {
+	v.vec.ConnsRefused.WithLabelValues(v.vc, reason).Inc()
+}
+
 // auth records one authentication's outcome and duration.
 func (v *vcMetrics) auth(mechanism string, ok bool, took time.Duration) {
 	outcome := "failure"

@@ -30,7 +30,7 @@ import (
 
 // startBroker starts a one-broker kfake cluster with the given topics, one
 // partition each.
-func startBroker(t *testing.T, topics ...string) []string {
+func startBroker(t testing.TB, topics ...string) []string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...), kfake.AllowAutoTopicCreation())
 	if err != nil {
@@ -43,7 +43,7 @@ func startBroker(t *testing.T, topics ...string) []string {
 // startGateway starts a virtual cluster with filter f in front of the
 // broker, and returns its bootstrap address and a function that stops it
 // (also run at cleanup).
-func startGateway(t *testing.T, broker []string, f filter.Filter) (string, func()) {
+func startGateway(t testing.TB, broker []string, f filter.Filter) (string, func()) {
 	t.Helper()
 	base := testkit.PortBlock(t, 4)
 	lvl := slog.LevelError

@@ -8,6 +8,7 @@
 # local-kms, a local server of the AWS KMS API that the AWS KMS backend is
 # tested against, is built with go install (into $(go env GOPATH)/bin).
 # redis-server, which the LLM gateway's shared limits are tested against.
+# helm, which renders and lints the chart under deploy/helm (go install).
 #
 # Run as root (or with sudo) on Debian 12; then
 #   STRAIT_REQUIRE_INTEROP=1 go test ./test/interop/
@@ -41,3 +42,6 @@ npm ci --prefix node --no-audit --no-fund --loglevel=error
 
 # Keep in step with localkms.Module (internal/kms/awskms/localkms).
 go install github.com/nsmithuk/local-kms@v0.0.0-20260228092603-2a5e92d09ab6
+
+# Keep in step with HelmModule (deploy/helm_test.go).
+go install helm.sh/helm/v3/cmd/helm@v3.22.0

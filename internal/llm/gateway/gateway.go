@@ -131,6 +131,7 @@ type Gateway struct {
 	storeName  string
 	rateFail   FailMode
 	budgetFail FailMode
+	settler    *settler // nil: settled on the request path (memory)
 	maxBody    int64
 	bodyWait   time.Duration // 0: no limit
 	topts      translate.Options
@@ -208,6 +209,9 @@ func New(opts Options) (*Gateway, error) {
 		g.store = limits.NewMemory()
 	} else if _, ok := g.store.(*limits.Memory); !ok {
 		g.storeName = "redis"
+	}
+	if bs, ok := g.store.(batchSettler); ok {
+		g.startSettler(bs)
 	}
 	var errs []error
 	if err := g.initKeys(opts.Keys); err != nil {
@@ -372,6 +376,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	for _, p := range g.providers {
 		p.closeIdle()
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	g.stopSettler(sctx)
+	cancel()
 	g.store.Close()
 	return err
 }

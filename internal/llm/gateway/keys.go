@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -258,11 +259,100 @@ func (x *exchange) settle() {
 	default:
 		dTok, dCost = -x.lim.tokens, -x.lim.cost
 	}
+	job := limits.SettleJob{Key: kd.Name, Limits: kd.Limits, Admission: x.lim.adm, Tokens: dTok, Cost: dCost}
+	if g.queueSettle(job) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := g.store.Settle(ctx, kd.Name, kd.Limits, x.lim.adm, dTok, dCost); err != nil {
 		g.m.StoreErrors.WithLabelValues("settle", "lost").Inc()
 		g.log.Error("llm limit store failed to settle a request's usage", "key", kd.Name, "tokens", dTok, "err", err)
+	}
+}
+
+// batchSettler is a store that settles many requests in one round trip
+// (limits.Redis).
+type batchSettler interface {
+	SettleBatch(ctx context.Context, jobs []limits.SettleJob) error
+}
+
+// settler settles requests for a remote store off the request path: an
+// HTTP/2 response ends only when its handler returns, so a round trip to
+// Redis there would be the client's wait. One goroutine per gateway takes
+// what the requests queue and sends it in batches.
+type settler struct {
+	mu     sync.RWMutex
+	closed bool
+	ch     chan limits.SettleJob
+	done   chan struct{}
+}
+
+// queueSettle hands job to the settler; false means the caller settles
+// it itself (no settler, or its queue is full).
+func (g *Gateway) queueSettle(job limits.SettleJob) bool {
+	s := g.settler
+	if s == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	select {
+	case s.ch <- job:
+		return true
+	default:
+		return false
+	}
+}
+
+func (g *Gateway) startSettler(bs batchSettler) {
+	s := &settler{ch: make(chan limits.SettleJob, 4096), done: make(chan struct{})}
+	g.settler = s
+	go func() {
+		defer close(s.done)
+		batch := make([]limits.SettleJob, 0, 256)
+		for job := range s.ch {
+			batch = append(batch[:0], job)
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case j, ok := <-s.ch:
+					if !ok {
+						break more
+					}
+					batch = append(batch, j)
+				default:
+					break more
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := bs.SettleBatch(ctx, batch); err != nil {
+				g.m.StoreErrors.WithLabelValues("settle", "lost").Add(float64(len(batch)))
+				g.log.Error("llm limit store failed to settle requests' usage", "requests", len(batch), "err", err)
+			}
+			cancel()
+		}
+	}()
+}
+
+// stopSettler settles what is queued, waiting at most until ctx is done.
+func (g *Gateway) stopSettler(ctx context.Context) {
+	s := g.settler
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.ch)
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
 	}
 }
 

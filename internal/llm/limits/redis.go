@@ -143,6 +143,42 @@ func (r *Redis) Settle(ctx context.Context, key string, l Limits, a Admission, t
 	return nil
 }
 
+// SettleJob is one Settle of a batch.
+type SettleJob struct {
+	Key          string
+	Limits       Limits
+	Admission    Admission
+	Tokens, Cost int64
+}
+
+// SettleBatch settles many requests in one round trip (a pipeline).
+func (r *Redis) SettleBatch(ctx context.Context, jobs []SettleJob) error {
+	pipe := r.c.Pipeline()
+	n := 0
+	for _, j := range jobs {
+		tok, cost := j.Tokens, j.Cost
+		if j.Limits.TPM <= 0 {
+			tok = 0
+		}
+		if j.Limits.Budget <= 0 {
+			cost = 0
+		}
+		if tok == 0 && cost == 0 {
+			continue
+		}
+		ks := r.keys(j.Key, j.Admission.Minute, j.Admission.Start)
+		settleScript.Eval(ctx, pipe, ks[1:], tok, cost)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
 // Usage implements Store.
 func (r *Redis) Usage(ctx context.Context, key string, l Limits, now time.Time) (Usage, error) {
 	minute, start, end := windows(l.Period, now)

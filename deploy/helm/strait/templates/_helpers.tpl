@@ -136,6 +136,9 @@ hosts) is listed once.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if eq (len $ports) 1 -}}
+{{- fail "config has no virtual_clusters, tls_passthrough or llm listeners: the chart has nothing to serve; give your Strait config under config (docs/config.md, docs/deploy.md)" -}}
+{{- end -}}
 {{- toYaml (dict "ports" $ports) -}}
 {{- end -}}
 

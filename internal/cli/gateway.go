@@ -176,6 +176,9 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 			Log:              log,
 			Metrics:          km,
 		}
+		if s := vcc.SNI; s != nil {
+			opts.SNI = &proxy.SNIRouting{BootstrapHost: s.BootstrapHost, BrokerHost: s.BrokerHost, AdvertisedPort: s.AdvertisedPort}
+		}
 		opts.MaxConns, opts.MaxConnsPerAddr = vcc.MaxConnections, vcc.MaxConnectionsPerAddress
 		opts.ClientWriteTimeout = vcc.ClientWriteTimeout.Duration
 		if vcc.ProxyProtocol == "allowed" || vcc.ProxyProtocol == "required" {

@@ -133,6 +133,9 @@ type VirtualCluster struct {
 	NodePorts NodePorts `yaml:"node_ports"`
 	// TLS configures TLS termination toward clients; nil means plaintext.
 	TLS *TLSServer `yaml:"tls,omitempty"`
+	// SNI, if set, serves every broker on the listen port, routed by the
+	// TLS server name, instead of a port per broker (node_ports).
+	SNI *SNIRouting `yaml:"sni,omitempty"`
 	// MaxFrameBytes is the largest Kafka frame, in bytes, accepted on a
 	// connection.
 	MaxFrameBytes int `yaml:"max_frame_bytes"`
@@ -187,6 +190,11 @@ type TLSServer struct {
 	// clients.
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
+	// Certificates are more certificates, each with its key; a client's
+	// TLS server name picks among all of them (wildcards allowed), the
+	// first (cert_file, if set) serving names none matches. Every file is
+	// re-read when it changes.
+	Certificates []CertPair `yaml:"certificates,omitempty"`
 	// ClientCAFile is a PEM bundle of CAs that client certificates are
 	// verified against.
 	ClientCAFile string `yaml:"client_ca_file,omitempty"`
@@ -199,6 +207,26 @@ type TLSServer struct {
 	// require); nil: clients on TLS have no principal unless SASL gives
 	// them one.
 	Principal *TLSPrincipal `yaml:"principal,omitempty"`
+}
+
+// CertPair is a PEM certificate file and its key file.
+type CertPair struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// SNIRouting serves a virtual cluster on one port: clients reach every
+// broker through the listen address, and the TLS server name they send
+// says which broker they mean.
+type SNIRouting struct {
+	// BootstrapHost is the name clients bootstrap from.
+	BootstrapHost string `yaml:"bootstrap_host"`
+	// BrokerHost names broker N, with $(node) standing for N (e.g.
+	// broker-$(node).kafka.example.com); clients are told these names.
+	BrokerHost string `yaml:"broker_host"`
+	// AdvertisedPort is the port clients are told; default the listen
+	// port (set it when a load balancer's port differs).
+	AdvertisedPort int `yaml:"advertised_port,omitempty"`
 }
 
 // TLSPrincipal maps client certificates to principals.
@@ -361,6 +389,9 @@ func (c *Config) applyDefaults() {
 			if vc.TLS.MinVersion == "" {
 				vc.TLS.MinVersion = DefaultMinVersion
 			}
+		}
+		if vc.SNI != nil {
+			continue // one port for every broker: no node ports
 		}
 		if !c.set[p+".node_ports.start"] && vc.NodePorts.Start == 0 {
 			if _, port, err := splitHostPort(vc.Listen); err == nil {

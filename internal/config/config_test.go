@@ -670,12 +670,12 @@ func TestTLSBuild(t *testing.T) {
 		{"client min version", client.MinVersion, uint16(tls.VersionTLS12)},
 		{"client server name", client.ServerName, "localhost"},
 		{"client roots", client.RootCAs != nil, true},
-		{"client certificates", len(client.Certificates), 1},
+		{"client certificate from the files", client.GetClientCertificate != nil, true},
 		{"client insecure", client.InsecureSkipVerify, false},
 		{"server min version", server.MinVersion, uint16(tls.VersionTLS13)},
 		{"server client auth", server.ClientAuth, tls.RequireAndVerifyClientCert},
 		{"server client CAs", server.ClientCAs != nil, true},
-		{"server certificates", len(server.Certificates), 1},
+		{"server certificates from the files", server.GetCertificate != nil, true},
 		{"server session tickets disabled", server.SessionTicketsDisabled, true},
 	}
 	for _, tt := range tests {
@@ -1002,5 +1002,40 @@ func TestEdgeSettings(t *testing.T) {
 	}
 	if p, err := ParsePrefix("10.1.2.3"); err != nil || p.Bits() != 32 {
 		t.Errorf("one address: %v, %v", p, err)
+	}
+}
+
+// TestSNISettings: SNI routing needs TLS and a broker name pattern, and
+// takes no node ports.
+func TestSNISettings(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir, "server")
+	tlsLines := []string{"    tls:", "      cert_file: " + cert, "      key_file: " + key}
+	cases := []struct {
+		lines []string
+		path  string
+		says  string
+	}{
+		{[]string{"    sni: {bootstrap_host: kafka.example.com, broker_host: broker-$(node).kafka.example.com}"}, "virtual_clusters[0].sni", "needs tls"},
+		{append([]string{"    sni: {bootstrap_host: kafka.example.com, broker_host: broker.kafka.example.com}"}, tlsLines...), "virtual_clusters[0].sni.broker_host", "must contain $(node) once"},
+		{append([]string{"    sni: {broker_host: b-$(node).kafka.example.com}"}, tlsLines...), "virtual_clusters[0].sni.bootstrap_host", "is required"},
+		{append([]string{"    sni: {bootstrap_host: kafka.example.com, broker_host: b-$(node).kafka.example.com}", "    node_ports: {start: 20000, end: 20010}"}, tlsLines...), "virtual_clusters[0].node_ports", "remove node_ports"},
+		{[]string{"    sni: {bootstrap_host: kafka.example.com, broker_host: b-$(node).kafka.example.com}", "    tls:", "      certificates: [{cert_file: " + cert + "}]"}, "virtual_clusters[0].tls.certificates[0].key_file", "is required"},
+	}
+	for _, tc := range cases {
+		errs := parseErrs(t, doc(append(append([]string(nil), minimal...), tc.lines...)...))
+		e := findErr(errs, tc.path)
+		if e == nil || !strings.Contains(e.Error(), tc.says) {
+			t.Errorf("%v: errors %v, want %s saying %q", tc.lines, errs, tc.path, tc.says)
+		}
+	}
+	ok := append(append([]string(nil), minimal...), "    sni: {bootstrap_host: kafka.example.com, broker_host: b-$(node).kafka.example.com}",
+		"    tls:", "      certificates: [{cert_file: "+cert+", key_file: "+key+"}]")
+	cfg := mustParse(t, doc(ok...))
+	if vc := cfg.VirtualClusters[0]; vc.NodePorts.Start != 0 || vc.SNI.BrokerHost != "b-$(node).kafka.example.com" {
+		t.Errorf("parsed %+v %+v", vc.NodePorts, vc.SNI)
+	}
+	if _, err := cfg.VirtualClusters[0].TLS.Build(); err != nil {
+		t.Errorf("Build with certificates only: %v", err)
 	}
 }

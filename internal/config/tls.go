@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/tls"
 	"fmt"
+
+	"github.com/straitgw/strait/internal/tlsfiles"
 )
 
 // Build returns the TLS configuration for connections to a cluster's
@@ -28,11 +30,13 @@ func (t *TLSClient) Build() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		// Re-read when the files change: a rotated client certificate
+		// serves the next broker connection.
+		certs, err := tlsfiles.Load([]tlsfiles.Pair{{CertFile: t.CertFile, KeyFile: t.KeyFile}}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("tls cert_file/key_file: %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.GetClientCertificate = certs.GetClientCertificate
 	}
 	return cfg, nil
 }
@@ -43,12 +47,21 @@ func (t *TLSServer) Build() (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	var pairs []tlsfiles.Pair
+	if t.CertFile != "" {
+		pairs = append(pairs, tlsfiles.Pair{CertFile: t.CertFile, KeyFile: t.KeyFile})
+	}
+	for _, c := range t.Certificates {
+		pairs = append(pairs, tlsfiles.Pair{CertFile: c.CertFile, KeyFile: c.KeyFile})
+	}
+	// Re-read when the files change, so a rotation needs no restart; a
+	// client's server name picks among several.
+	certs, err := tlsfiles.Load(pairs, nil)
 	if err != nil {
-		return nil, fmt.Errorf("tls cert_file/key_file: %w", err)
+		return nil, fmt.Errorf("tls: %w", err)
 	}
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
+		GetCertificate: certs.GetCertificate,
 		// kafka-python 2.0.2 breaks on the session tickets a Go server
 		// sends after a TLS 1.3 handshake, so never send them.
 		SessionTicketsDisabled: true,

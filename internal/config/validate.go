@@ -210,8 +210,11 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 		v.add(ap, fmt.Sprintf("is required because listen %s accepts connections on every interface: set the host name clients should connect to (e.g. kafka.example.com)", c.show(lp, vc.Listen)))
 	}
 
-	v.nodePorts(p, vc, &info)
+	if vc.SNI == nil {
+		v.nodePorts(p, vc, &info)
+	}
 	v.tlsServer(p+".tls", vc.TLS)
+	v.sni(p, vc)
 	v.upstreamIdentity(p+".upstream_identity", vc)
 	v.edge(p, vc)
 	if cl, ok := c.Clusters[vc.Cluster]; ok && cl != nil && cl.SASL != nil && vc.SASL.Kind == 0 && (vc.TLS == nil || vc.TLS.Principal == nil) {
@@ -323,6 +326,58 @@ func (v *validator) oneOf(path, value string, allowed ...string) bool {
 	}
 	v.add(path, fmt.Sprintf("%s is not allowed: use one of %s", v.c.show(path, value), strings.Join(allowed, ", ")))
 	return false
+}
+
+// sni checks a virtual cluster's SNI routing.
+func (v *validator) sni(p string, vc *VirtualCluster) {
+	s := vc.SNI
+	if s == nil {
+		return
+	}
+	sp := p + ".sni"
+	if vc.TLS == nil {
+		v.add(sp, "needs tls: clients name the broker they want in the TLS handshake, so the listener must terminate TLS (cert_file and key_file, or certificates for each name)")
+	}
+	if v.c.set[p+".node_ports.start"] || v.c.set[p+".node_ports.end"] {
+		v.add(p+".node_ports", "is for a port per broker; with sni every broker is served on the listen port: remove node_ports")
+	}
+	if s.BootstrapHost == "" {
+		v.add(sp+".bootstrap_host", "is required: the name clients bootstrap from (e.g. kafka.example.com)")
+	} else if !validHostName(s.BootstrapHost) {
+		v.add(sp+".bootstrap_host", fmt.Sprintf("%q is not a host name", s.BootstrapHost))
+	}
+	switch n := strings.Count(s.BrokerHost, "$(node)"); {
+	case s.BrokerHost == "":
+		v.add(sp+".broker_host", "is required: the name of broker N, with $(node) for N (e.g. broker-$(node).kafka.example.com)")
+	case n != 1:
+		v.add(sp+".broker_host", fmt.Sprintf("%q must contain $(node) once: it stands for the broker's node id", s.BrokerHost))
+	case !validHostName(strings.Replace(s.BrokerHost, "$(node)", "0", 1)):
+		v.add(sp+".broker_host", fmt.Sprintf("%q is not a host name pattern", s.BrokerHost))
+	case strings.EqualFold(strings.Replace(s.BrokerHost, "$(node)", "", 1), s.BootstrapHost):
+		v.add(sp+".broker_host", "cannot be told apart from bootstrap_host: give brokers names of their own")
+	}
+	if s.AdvertisedPort < 0 || s.AdvertisedPort > 65535 {
+		v.add(sp+".advertised_port", fmt.Sprintf("%d is not a port: use 1-65535, or leave it out for the listen port", s.AdvertisedPort))
+	}
+}
+
+// validHostName reports whether s is a DNS name (letters, digits, '-',
+// dots between labels).
+func validHostName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // edge checks a virtual cluster's PROXY protocol and connection limits.
@@ -464,14 +519,28 @@ func (v *validator) tlsServer(p string, t *TLSServer) {
 	if t == nil {
 		return
 	}
-	if t.CertFile == "" {
-		v.add(p+".cert_file", "is required when tls is set: the PEM certificate presented to clients")
+	if t.CertFile == "" && len(t.Certificates) == 0 {
+		v.add(p+".cert_file", "is required when tls is set: the PEM certificate presented to clients (or list several under certificates)")
 	}
-	if t.KeyFile == "" {
+	if t.KeyFile == "" && (t.CertFile != "" || len(t.Certificates) == 0) {
 		v.add(p+".key_file", "is required when tls is set: the PEM private key of cert_file")
+	}
+	if t.KeyFile != "" && t.CertFile == "" && len(t.Certificates) > 0 {
+		v.add(p+".cert_file", "is required with key_file: its PEM certificate (or move both into certificates)")
 	}
 	if t.CertFile != "" && t.KeyFile != "" {
 		v.keyPair(p, t.CertFile, t.KeyFile)
+	}
+	for i, c := range t.Certificates {
+		cp := joinIndex(p+".certificates", i)
+		switch {
+		case c.CertFile == "":
+			v.add(cp+".cert_file", "is required: the PEM certificate")
+		case c.KeyFile == "":
+			v.add(cp+".key_file", "is required: the PEM private key of cert_file")
+		default:
+			v.keyPair(cp, c.CertFile, c.KeyFile)
+		}
 	}
 	if v.oneOf(p+".client_auth", t.ClientAuth, "none", "request", "require") && t.ClientAuth != "none" && t.ClientCAFile == "" {
 		v.add(p+".client_ca_file", fmt.Sprintf("is required when client_auth is %q: the PEM CA bundle client certificates are verified against", t.ClientAuth))

@@ -10,6 +10,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,4 +86,47 @@ func (ca *CA) ServerTLS(tb testing.TB) *tls.Config {
 		MinVersion:             tls.VersionTLS12,
 		SessionTicketsDisabled: true,
 	}
+}
+
+// IssueServer returns a server certificate for the given DNS names
+// (wildcards allowed) and 127.0.0.1.
+func (ca *CA) IssueServer(tb testing.TB, names ...string) tls.Certificate {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cn := "strait test server"
+	if len(names) > 0 {
+		cn = names[0]
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		DNSNames: names, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// WritePEM writes cert and its key as PEM files named base.crt and
+// base.key in dir, and returns their paths.
+func WritePEM(tb testing.TB, dir, base string, cert tls.Certificate) (certFile, keyFile string) {
+	tb.Helper()
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return certFile, keyFile
 }

@@ -81,6 +81,9 @@ type Options struct {
 	// credentials of their own. It needs a principal: SASL or
 	// CertPrincipal.
 	UpstreamIdentity *UpstreamIdentity
+	// SNI, if set, serves every broker on Listen, picked by the TLS
+	// server name: no node ports. It needs TLS.
+	SNI *SNIRouting
 	// ProxyProtocol, if set, reads a PROXY protocol header before
 	// anything else on every connection.
 	ProxyProtocol *ProxyProtocol
@@ -228,6 +231,9 @@ func New(opts Options) (*VirtualCluster, error) {
 	if opts.SASL != nil {
 		v.failures = &failureBudget{budget: opts.SASL.FailureBudget}
 	}
+	if opts.SNI != nil && opts.TLS == nil {
+		return nil, errors.New("SNI routing needs TLS: clients name the broker they want in the TLS handshake")
+	}
 	if opts.MaxConns > 0 || opts.MaxConnsPerAddr > 0 {
 		v.limits = &connLimits{max: opts.MaxConns, perAddr: opts.MaxConnsPerAddr, byAddr: map[netip.Addr]int{}}
 	}
@@ -371,6 +377,9 @@ func (v *VirtualCluster) unboundErrLocked() error {
 // Requests for the node's partitions that reach another broker through the
 // bootstrap address are refused by it with retriable errors.
 func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, int32, error) {
+	if v.opts.SNI != nil {
+		return v.advertiseSNI(id, host, port)
+	}
 	// Compare the id with the port range's width, not start+id with its
 	// end: on a 32-bit platform start+id can wrap.
 	if id < 0 || int64(id) > int64(v.opts.NodePortEnd)-int64(v.opts.NodePortStart) {
@@ -400,6 +409,25 @@ func (v *VirtualCluster) Advertise(id int32, host string, port int32) (string, i
 		}
 	}
 	return v.host, int32(p), nil
+}
+
+// advertiseSNI records where node id lives and returns its name: every
+// node is served on the listen port, so nothing opens.
+func (v *VirtualCluster) advertiseSNI(id int32, host string, port int32) (string, int32, error) {
+	if id < 0 {
+		return "", 0, fmt.Errorf("node id %d cannot be named by %s", id, v.opts.SNI.BrokerHost)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	v.mu.Lock()
+	if old, ok := v.upstream[id]; !ok || old != addr {
+		if ok {
+			v.log.Info("broker moved", "node", id, "from", old, "to", addr)
+		}
+		v.upstream[id] = addr
+	}
+	v.mu.Unlock()
+	_, p := v.Bootstrap()
+	return v.opts.SNI.brokerHost(id), p, nil
 }
 
 // openNodeLocked binds node id's port and starts accepting on it, unless
@@ -448,6 +476,12 @@ func (v *VirtualCluster) Bootstrap() (string, int32) {
 	port := 0
 	if a, ok := v.Addr().(*net.TCPAddr); ok {
 		port = a.Port
+	}
+	if s := v.opts.SNI; s != nil {
+		if s.AdvertisedPort > 0 {
+			port = s.AdvertisedPort
+		}
+		return s.BootstrapHost, int32(port)
 	}
 	return v.host, int32(port)
 }

@@ -138,6 +138,16 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		}
 		raw.SetDeadline(time.Time{})
 		client = tc
+		if v.opts.SNI != nil {
+			n, err := v.sniNode(tc)
+			if err != nil {
+				v.refuse(tc, raw.RemoteAddr(), refusedSNI, err)
+				return
+			}
+			if node = n; node != bootstrapNode {
+				log = log.With("node", node)
+			}
+		}
 	}
 	principal, err := v.certPrincipal(client)
 	if err != nil {

@@ -172,6 +172,8 @@ func (v *VirtualCluster) refuse(c net.Conn, client net.Addr, reason string, err 
 		fix = fmt.Sprintf("raise max_connections_per_address (now %d) if one address legitimately holds that many", v.opts.MaxConnsPerAddr)
 	case refusedProxyProtocol:
 		fix = "send the PROXY header from a network listed in proxy_protocol_from, or set proxy_protocol: allowed"
+	case refusedSNI:
+		fix = "connect by the bootstrap host name (sni.bootstrap_host) and the broker names the gateway advertises (sni.broker_host), resolving to the gateway"
 	}
 	v.log.Warn("refused a client connection", "client", client.String(), "reason", reason, "err", err, "fix", fix)
 }

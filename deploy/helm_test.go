@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -813,5 +814,46 @@ func TestInstallDepsInstallsHelm(t *testing.T) {
 	}
 	if !strings.Contains(string(data), "go install "+HelmModule) {
 		t.Errorf("test/interop/install-deps.sh does not run go install %s", HelmModule)
+	}
+}
+
+// TestConfigFileKeysAreKnown: every YAML key in the code whose name says it
+// may be a file is one that configFiles (and the chart's strait.walkPaths)
+// treat as a file, or is listed here as something else. A new file setting
+// must be mounted by the chart, or Strait cannot start in a pod.
+func TestConfigFileKeysAreKnown(t *testing.T) {
+	notFiles := map[string]string{
+		"kafka/filters/fieldencryption/config.go path": "a field's path inside a record",
+		"config/llm.go on_store_error":                 "what a limit does when its store fails",
+	}
+	tag := regexp.MustCompile(`yaml:"([a-z0-9_]+)`)
+	err := filepath.WalkDir("../internal", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(filepath.ToSlash(path), "../internal/")
+		for _, m := range tag.FindAllStringSubmatch(string(data), -1) {
+			key := m[1]
+			if !strings.Contains(key, "file") && !strings.Contains(key, "path") && !strings.Contains(key, "dir") &&
+				!strings.Contains(key, "store") && key != "credentials" {
+				continue
+			}
+			if _, ok := notFiles[rel+" "+key]; ok {
+				continue
+			}
+			file := strings.HasSuffix(key, "_file") || key == "file" || key == "credentials" ||
+				key == "path" && strings.HasPrefix(rel, "kms/kmsconfig/")
+			if !file {
+				t.Errorf("%s: YAML key %s: if it names a file, make configFiles and strait.walkPaths (deploy/helm/strait/templates/_helpers.tpl) treat it as one; if not, list it in notFiles", rel, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

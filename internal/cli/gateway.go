@@ -16,8 +16,10 @@ import (
 	"github.com/straitgw/strait/internal/config"
 	"github.com/straitgw/strait/internal/kafka/filter"
 	"github.com/straitgw/strait/internal/kafka/filter/registry"
+	"github.com/straitgw/strait/internal/kafka/passthrough"
 	"github.com/straitgw/strait/internal/kafka/proxy"
 	"github.com/straitgw/strait/internal/kms/kmsconfig"
+	"github.com/straitgw/strait/internal/netedge"
 	"github.com/straitgw/strait/internal/telemetry"
 )
 
@@ -70,6 +72,7 @@ func oneLine(err error) string {
 type gateway struct {
 	log   *slog.Logger
 	vcs   []*proxy.VirtualCluster
+	pass  []*passthrough.Listener
 	llm   *llmGateway
 	admin *admin.Server
 	drain config.Duration
@@ -181,14 +184,7 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 		}
 		opts.MaxConns, opts.MaxConnsPerAddr = vcc.MaxConnections, vcc.MaxConnectionsPerAddress
 		opts.ClientWriteTimeout = vcc.ClientWriteTimeout.Duration
-		if vcc.ProxyProtocol == "allowed" || vcc.ProxyProtocol == "required" {
-			pp := &proxy.ProxyProtocol{Required: vcc.ProxyProtocol == "required"}
-			for _, n := range vcc.ProxyProtocolFrom {
-				prefix, _ := config.ParsePrefix(n) // checked by validation
-				pp.Trusted = append(pp.Trusted, prefix)
-			}
-			opts.ProxyProtocol = pp
-		}
+		opts.ProxyProtocol = proxyProtocol(vcc.ProxyProtocol, vcc.ProxyProtocolFrom)
 		if u := vcc.UpstreamIdentity; u != nil {
 			id := &proxy.UpstreamIdentity{Principals: map[string]kafkasasl.Mechanism{}, RefuseUnmapped: u.RefusesUnmapped()}
 			for name, s := range u.Principals {
@@ -218,6 +214,25 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 			return nil, err
 		}
 		g.vcs = append(g.vcs, vc)
+	}
+	if len(cfg.TLSPassthrough) > 0 {
+		pm := passthrough.NewMetrics(reg)
+		for _, tp := range cfg.TLSPassthrough {
+			opts := passthrough.Options{
+				Name: tp.Name, Listen: tp.Listen, Routes: tp.Routes, ConnectTimeout: tp.ConnectTimeout.Duration,
+				MaxConns: tp.MaxConnections, MaxConnsPerAddr: tp.MaxConnectionsPerAddress, Log: log, Metrics: pm,
+			}
+			if rp := tp.RoutePattern; rp != nil {
+				opts.Pattern = &passthrough.Pattern{ServerName: rp.ServerName, Upstream: rp.Upstream}
+			}
+			opts.ProxyProtocol = proxyProtocol(tp.ProxyProtocol, tp.ProxyProtocolFrom)
+			l, err := passthrough.Listen(opts)
+			if err != nil {
+				g.stop(context.Background())
+				return nil, err
+			}
+			g.pass = append(g.pass, l)
+		}
 	}
 	if cfg.Admin.Listen != "" {
 		var extra []admin.Endpoint
@@ -311,6 +326,11 @@ func (g *gateway) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, l := range g.pass {
+		if err := l.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := <-llmDone; err != nil {
 		errs = append(errs, err)
 	}
@@ -318,4 +338,17 @@ func (g *gateway) stop(ctx context.Context) error {
 		g.admin.Shutdown(ctx)
 	}
 	return errors.Join(errs...)
+}
+
+// proxyProtocol is a listener's PROXY protocol setting, nil when off.
+func proxyProtocol(mode string, from []string) *netedge.ProxyProtocol {
+	if mode != "allowed" && mode != "required" {
+		return nil
+	}
+	pp := &netedge.ProxyProtocol{Required: mode == "required"}
+	for _, n := range from {
+		prefix, _ := config.ParsePrefix(n) // checked by validation
+		pp.Trusted = append(pp.Trusted, prefix)
+	}
+	return pp
 }

@@ -51,6 +51,9 @@ type Config struct {
 	VirtualClusters []*VirtualCluster `yaml:"virtual_clusters"`
 	// LLM configures the LLM gateway; nil when the section is absent.
 	LLM *LLM `yaml:"llm,omitempty"`
+	// TLSPassthrough are listeners that relay TLS connections to brokers
+	// by server name, without terminating them.
+	TLSPassthrough []*TLSPassthrough `yaml:"tls_passthrough,omitempty"`
 
 	// File is the file name the configuration was loaded from, as given
 	// to Load or Parse; it prefixes error messages.
@@ -207,6 +210,36 @@ type TLSServer struct {
 	// require); nil: clients on TLS have no principal unless SASL gives
 	// them one.
 	Principal *TLSPrincipal `yaml:"principal,omitempty"`
+}
+
+// TLSPassthrough is a listener that reads the TLS server name of each
+// connection and relays its bytes, still encrypted, to the broker the name
+// stands for: the client's TLS session is with the broker.
+type TLSPassthrough struct {
+	// Name identifies the listener in logs and metrics.
+	Name   string `yaml:"name"`
+	Listen string `yaml:"listen"`
+	// Routes map server names to broker addresses (host:port).
+	Routes map[string]string `yaml:"routes,omitempty"`
+	// RoutePattern routes a family of names to a family of brokers.
+	RoutePattern *RoutePattern `yaml:"route_pattern,omitempty"`
+	// ConnectTimeout bounds dialing a broker; default 10s.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// As on a virtual cluster.
+	ProxyProtocol            string   `yaml:"proxy_protocol,omitempty"`
+	ProxyProtocolFrom        []string `yaml:"proxy_protocol_from,omitempty"`
+	MaxConnections           int      `yaml:"max_connections,omitempty"`
+	MaxConnectionsPerAddress int      `yaml:"max_connections_per_address,omitempty"`
+	// Filters cannot run here; the field exists to say so.
+	Filters []Filter `yaml:"filters,omitempty"`
+}
+
+// RoutePattern maps server_name (with $(node)) to upstream (with the same
+// $(node)), e.g. broker-$(node).kafka.example.com to
+// b-$(node).kafka.internal:9093.
+type RoutePattern struct {
+	ServerName string `yaml:"server_name"`
+	Upstream   string `yaml:"upstream"`
 }
 
 // CertPair is a PEM certificate file and its key file.

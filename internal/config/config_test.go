@@ -1039,3 +1039,31 @@ func TestSNISettings(t *testing.T) {
 		t.Errorf("Build with certificates only: %v", err)
 	}
 }
+
+// TestTLSPassthroughSettings: a passthrough listener needs routes, takes
+// no filters (and says why), and may stand alone in a file.
+func TestTLSPassthroughSettings(t *testing.T) {
+	cases := []struct {
+		lines []string
+		path  string
+		says  string
+	}{
+		{[]string{"tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093"}, "tls_passthrough[0].routes", "is required"},
+		{[]string{"tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093", "    routes: {kafka.example.com: 10.0.0.1:9093}", "    filters: [{type: authorization}]"}, "tls_passthrough[0].filters", "never decrypts its traffic"},
+		{[]string{"tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093", "    routes: {kafka.example.com: 10.0.0.1}"}, "tls_passthrough[0].routes.kafka.example.com", "is not a host:port"},
+		{[]string{"tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093", "    route_pattern: {server_name: b.example.com, upstream: b:9093}"}, "tls_passthrough[0].route_pattern.server_name", "must contain $(node) once"},
+		{[]string{"tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093", "    routes: {kafka.example.com: 10.0.0.1:9093}", "    proxy_protocol: required"}, "tls_passthrough[0].proxy_protocol_from", "is required"},
+	}
+	for _, tc := range cases {
+		errs := parseErrs(t, doc(tc.lines...))
+		e := findErr(errs, tc.path)
+		if e == nil || !strings.Contains(e.Error(), tc.says) {
+			t.Errorf("%v: errors %v, want %s saying %q", tc.lines, errs, tc.path, tc.says)
+		}
+	}
+	cfg := mustParse(t, doc("tls_passthrough:", "  - name: edge", "    listen: 0.0.0.0:9093",
+		"    routes: {kafka.example.com: 10.0.0.1:9093}", "    route_pattern: {server_name: broker-$(node).kafka.example.com, upstream: \"b-$(node).internal:9093\"}"))
+	if tp := cfg.TLSPassthrough[0]; tp.Routes["kafka.example.com"] != "10.0.0.1:9093" || tp.RoutePattern.Upstream != "b-$(node).internal:9093" {
+		t.Errorf("parsed %+v", tp)
+	}
+}

@@ -107,7 +107,7 @@ func (c *Config) validate() Errors {
 	}
 
 	// A file may configure Kafka, the LLM gateway, or both.
-	if len(c.Clusters) == 0 && (len(c.VirtualClusters) > 0 || c.LLM == nil) {
+	if len(c.Clusters) == 0 && (len(c.VirtualClusters) > 0 || c.LLM == nil && len(c.TLSPassthrough) == 0) {
 		v.add("clusters", `at least one target cluster is required (e.g. clusters: {local: {bootstrap_servers: ["127.0.0.1:9092"]}})`)
 	}
 	names := make([]string, 0, len(c.Clusters))
@@ -119,7 +119,7 @@ func (c *Config) validate() Errors {
 		v.cluster(joinKey("clusters", name), name, c.Clusters[name])
 	}
 
-	if len(c.VirtualClusters) == 0 && c.LLM == nil {
+	if len(c.VirtualClusters) == 0 && c.LLM == nil && len(c.TLSPassthrough) == 0 {
 		v.add("virtual_clusters", `at least one virtual cluster is required (e.g. virtual_clusters: [{name: demo, cluster: local, listen: "127.0.0.1:19092"}]), or an llm section for the LLM gateway`)
 	}
 	infos := make([]vcInfo, len(c.VirtualClusters))
@@ -129,6 +129,9 @@ func (c *Config) validate() Errors {
 	}
 	v.crossCheck(infos, admin)
 	v.llm(infos, admin)
+	for i, tp := range c.TLSPassthrough {
+		v.tlsPassthrough(joinIndex("tls_passthrough", i), tp)
+	}
 	return v.errs
 }
 
@@ -326,6 +329,54 @@ func (v *validator) oneOf(path, value string, allowed ...string) bool {
 	}
 	v.add(path, fmt.Sprintf("%s is not allowed: use one of %s", v.c.show(path, value), strings.Join(allowed, ", ")))
 	return false
+}
+
+// tlsPassthrough checks one TLS passthrough listener.
+func (v *validator) tlsPassthrough(p string, tp *TLSPassthrough) {
+	if tp == nil {
+		v.add(p, "is empty: set name, listen and routes (or route_pattern)")
+		return
+	}
+	if tp.Name == "" {
+		v.add(p+".name", "is required: it names the listener in logs and metrics")
+	}
+	if tp.Listen == "" {
+		v.add(p+".listen", "is required: the host:port TLS clients connect to (e.g. 0.0.0.0:9093)")
+	} else {
+		v.hostPort(p+".listen", tp.Listen, false, "0.0.0.0:9093")
+	}
+	if len(tp.Filters) > 0 {
+		v.add(p+".filters", "cannot run on a TLS passthrough listener: it never decrypts its traffic, so there are no Kafka requests to filter; terminate TLS on a virtual cluster (tls, with sni for one port) to run filters")
+	}
+	if len(tp.Routes) == 0 && tp.RoutePattern == nil {
+		v.add(p+".routes", "is required (or route_pattern): map each TLS server name clients use to the broker's host:port")
+	}
+	names := make([]string, 0, len(tp.Routes))
+	for name := range tp.Routes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !validHostName(strings.TrimSuffix(name, ".")) {
+			v.add(p+".routes", fmt.Sprintf("%q is not a host name: routes are keyed by the TLS server name clients send", name))
+		}
+		if _, _, err := splitHostPort(tp.Routes[name]); err != nil || !strings.Contains(tp.Routes[name], ":") {
+			v.add(p+".routes."+name, fmt.Sprintf("%q is not a host:port: give the broker's address", tp.Routes[name]))
+		}
+	}
+	if rp := tp.RoutePattern; rp != nil {
+		if strings.Count(rp.ServerName, "$(node)") != 1 {
+			v.add(p+".route_pattern.server_name", fmt.Sprintf("%q must contain $(node) once (e.g. broker-$(node).kafka.example.com)", rp.ServerName))
+		}
+		if strings.Count(rp.Upstream, "$(node)") != 1 || !strings.Contains(rp.Upstream, ":") {
+			v.add(p+".route_pattern.upstream", fmt.Sprintf("%q must be a host:port with $(node) once (e.g. b-$(node).kafka.internal:9093)", rp.Upstream))
+		}
+	}
+	if tp.ConnectTimeout.Duration < 0 {
+		v.add(p+".connect_timeout", "must not be negative (e.g. 10s)")
+	}
+	v.edge(p, &VirtualCluster{ProxyProtocol: tp.ProxyProtocol, ProxyProtocolFrom: tp.ProxyProtocolFrom,
+		MaxConnections: tp.MaxConnections, MaxConnectionsPerAddress: tp.MaxConnectionsPerAddress})
 }
 
 // sni checks a virtual cluster's SNI routing.

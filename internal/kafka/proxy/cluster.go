@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,6 +33,7 @@ import (
 	"github.com/straitgw/strait/internal/kafka/filters/addresses"
 	"github.com/straitgw/strait/internal/kafka/filters/apiversions"
 	"github.com/straitgw/strait/internal/kafka/wire"
+	"github.com/straitgw/strait/internal/netedge"
 	"github.com/straitgw/strait/internal/telemetry"
 )
 
@@ -139,7 +139,7 @@ type VirtualCluster struct {
 	failures *failureBudget
 	// limits counts connections against MaxConns and MaxConnsPerAddr;
 	// nil without either.
-	limits *connLimits
+	limits *netedge.Limits
 
 	sideOnce sync.Once
 	side     *kgo.Client
@@ -234,9 +234,7 @@ func New(opts Options) (*VirtualCluster, error) {
 	if opts.SNI != nil && opts.TLS == nil {
 		return nil, errors.New("SNI routing needs TLS: clients name the broker they want in the TLS handshake")
 	}
-	if opts.MaxConns > 0 || opts.MaxConnsPerAddr > 0 {
-		v.limits = &connLimits{max: opts.MaxConns, perAddr: opts.MaxConnsPerAddr, byAddr: map[netip.Addr]int{}}
-	}
+	v.limits = netedge.NewLimits(opts.MaxConns, opts.MaxConnsPerAddr)
 	if opts.UpstreamIdentity != nil && opts.SASL == nil && opts.CertPrincipal == nil {
 		return nil, errors.New("upstream identity maps client principals, but the virtual cluster names none: terminate SASL or map TLS client certificates to principals")
 	}

@@ -105,16 +105,16 @@ type conn struct {
 }
 
 func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
-	raw, err := v.acceptProxy(accepted)
+	raw, err := v.opts.ProxyProtocol.Accept(accepted)
 	if err != nil {
 		v.refuse(accepted, accepted.RemoteAddr(), refusedProxyProtocol, err)
 		return
 	}
-	if reason, ok := v.limits.admit(raw.RemoteAddr()); !ok {
+	if reason, ok := v.limits.Admit(raw.RemoteAddr()); !ok {
 		v.refuse(raw, raw.RemoteAddr(), reason, errors.New("over the virtual cluster's limit"))
 		return
 	}
-	defer v.limits.release(raw.RemoteAddr())
+	defer v.limits.Release(raw.RemoteAddr())
 	v.m.connsTotal.Inc()
 	v.m.connsOpen.Inc()
 	defer v.m.connsOpen.Dec()

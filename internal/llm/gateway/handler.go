@@ -438,10 +438,6 @@ func (x *exchange) attemptAll(body []byte, req jsonscan.Request) {
 	for i := 0; i < pl.n; i++ {
 		t := pl.at(i)
 		if i > 0 {
-			if !t.usable(nanotime()) && t.rt.Health.Failures > 0 {
-				// Ejected since the plan was made.
-				continue
-			}
 			x.t.ms.fallbacks.Inc()
 		}
 		for a := 1; a <= rt.Retry.Attempts; a++ {

@@ -363,12 +363,17 @@ func (r *route) backoff(n int) time.Duration {
 	return b/2 + rand.N(b/2+1)
 }
 
+// maxRetryAfter bounds a provider's retry-after: a date decades away (or
+// a typo) must not keep a target out of rotation for good.
+const maxRetryAfter = time.Hour
+
 // parseRetryAfter reads a provider's retry-after-ms (milliseconds) or
-// retry-after (seconds, or an HTTP date); 0 if neither says.
+// retry-after (seconds, or an HTTP date); 0 if neither says. The wait is
+// at most maxRetryAfter.
 func parseRetryAfter(h http.Header) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return min(time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond))*float64(time.Millisecond)), maxRetryAfter)
 		}
 	}
 	v := h.Get("Retry-After")
@@ -376,13 +381,13 @@ func parseRetryAfter(h http.Header) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e6 {
-			return time.Duration(s * float64(time.Second))
+		if s > 0 {
+			return min(time.Duration(min(s, float64(maxRetryAfter/time.Second))*float64(time.Second)), maxRetryAfter)
 		}
 		return 0
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
+		return min(max(time.Until(t), 0), maxRetryAfter)
 	}
 	return 0
 }

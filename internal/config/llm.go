@@ -699,6 +699,9 @@ func (v *validator) llmKeys(l *LLM) {
 			v.add("llm.api_keys_file", err.Error())
 		}
 		for _, k := range keys {
+			if k.Limits.Budget != nil && len(l.Prices) == 0 {
+				v.add("llm.api_keys_file", fmt.Sprintf("key %q has a budget, which needs llm.prices: spend is counted from the price of each model (dollars per million tokens)", k.Name))
+			}
 			if seen[k.Name] != "" {
 				v.add("llm.api_keys_file", fmt.Sprintf("key name %q is already the name of %s: names must be unique", k.Name, seen[k.Name]))
 			}

@@ -666,6 +666,47 @@ func checkPDB(r *rendered) []string {
 	return problems
 }
 
+// checkServiceMonitor checks that the ServiceMonitor, when enabled,
+// scrapes /metrics on the admin Service's port and selects that Service
+// alone.
+func checkServiceMonitor(r *rendered) []string {
+	enabled, _ := dig(r.values, "metrics", "serviceMonitor", "enabled").(bool)
+	sms := r.all("ServiceMonitor")
+	if !enabled {
+		if len(sms) != 0 {
+			return []string{"a ServiceMonitor rendered with metrics.serviceMonitor.enabled: false"}
+		}
+		return nil
+	}
+	if len(sms) != 1 {
+		return []string{fmt.Sprintf("%d ServiceMonitors, want 1", len(sms))}
+	}
+	var problems []string
+	sel, _ := dig(sms[0], "spec", "selector", "matchLabels").(obj)
+	eps := list(dig(sms[0], "spec", "endpoints"))
+	if len(eps) != 1 || eps[0]["path"] != "/metrics" {
+		return []string{fmt.Sprintf("ServiceMonitor endpoints %v, want one on /metrics", eps)}
+	}
+	for _, svc := range r.all("Service") {
+		labels, _ := dig(svc, "metadata", "labels").(obj)
+		selected := len(sel) > 0
+		for k, v := range sel {
+			selected = selected && labels[k] == v
+		}
+		admin := strings.HasSuffix(dig(svc, "metadata", "name").(string), "-admin")
+		if selected != admin {
+			problems = append(problems, fmt.Sprintf("the ServiceMonitor selects Service %v: %v", dig(svc, "metadata", "name"), selected))
+		}
+		if admin {
+			ports := list(dig(svc, "spec", "ports"))
+			if len(ports) != 1 || ports[0]["name"] != eps[0]["port"] {
+				problems = append(problems, fmt.Sprintf("the ServiceMonitor scrapes port %v; the admin Service has %v", eps[0]["port"], ports))
+			}
+		}
+	}
+	return problems
+}
+
 func report(t *testing.T, what string, problems []string) {
 	t.Helper()
 	for _, p := range problems {
@@ -690,6 +731,7 @@ func TestChartRendersWhatTheConfigImplies(t *testing.T) {
 			report(t, "mounts", checkMounts(r))
 			report(t, "pod", checkPod(r))
 			report(t, "pdb", checkPDB(r))
+			report(t, "servicemonitor", checkServiceMonitor(r))
 		})
 	}
 }

@@ -7,6 +7,9 @@
 #   docker build -t strait --build-arg COMMIT=$(git rev-parse --short=12 HEAD) .
 #   docker run --rm -v $PWD/strait.yaml:/etc/strait/strait.yaml:ro -p 19092-19095:19092-19095 -p 9190:9190 strait
 #
+# It needs BuildKit (docker's default builder since Docker 23, and buildx)
+# for its cache mounts.
+#
 # The config's listen addresses must not be 127.0.0.1 inside a container:
 # use 0.0.0.0:PORT with advertised_host set to the name clients reach.
 # docs/deploy.md covers the image and the Helm chart built on it.

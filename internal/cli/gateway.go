@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +72,11 @@ func oneLine(err error) string {
 // gateway is a running set of virtual clusters, the LLM gateway and the
 // admin server.
 type gateway struct {
-	log   *slog.Logger
+	log *slog.Logger
+	reg *prometheus.Registry
+	km  *telemetry.KafkaMetrics
+	// mu guards vcs, which a reload changes.
+	mu    sync.Mutex
 	vcs   []*proxy.VirtualCluster
 	pass  []*passthrough.Listener
 	llm   *llmGateway
@@ -139,73 +145,9 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 		}
 		g.llm = l
 	}
+	g.reg, g.km = reg, km
 	for _, vcc := range cfg.VirtualClusters {
-		cl := cfg.Clusters[vcc.Cluster]
-		target := proxy.Target{
-			Bootstrap:      cl.BootstrapServers,
-			ConnectTimeout: cl.ConnectTimeout.Duration,
-			RequestTimeout: cl.RequestTimeout.Duration,
-		}
-		if cl.TLS != nil && cl.TLS.Enabled {
-			tc, err := cl.TLS.Build()
-			if err != nil {
-				g.stop(context.Background())
-				return nil, fmt.Errorf("clusters.%s.tls: %w", vcc.Cluster, err)
-			}
-			target.TLS = tc
-		}
-		if cl.SASL != nil {
-			m, err := cl.SASL.Build()
-			if err != nil {
-				g.stop(context.Background())
-				return nil, fmt.Errorf("clusters.%s.sasl: %w", vcc.Cluster, err)
-			}
-			target.SASL = m
-		}
-		opts := proxy.Options{
-			Name:             vcc.Name,
-			Listen:           vcc.Listen,
-			AdvertisedHost:   vcc.AdvertisedHost(),
-			NodePortStart:    vcc.NodePorts.Start,
-			NodePortEnd:      vcc.NodePorts.End,
-			MaxFrame:         vcc.MaxFrameBytes,
-			MaxInflight:      vcc.MaxInflight,
-			IdleTimeout:      vcc.IdleTimeout.Duration,
-			FrameReadTimeout: vcc.FrameReadTimeout.Duration,
-			Target:           target,
-			Filters:          filters[vcc.Name],
-			SASL:             b.auth[vcc.Name].proxySASL(),
-			CertPrincipal:    b.auth[vcc.Name].certPrincipal(),
-			Log:              log,
-			Metrics:          km,
-		}
-		if s := vcc.SNI; s != nil {
-			opts.SNI = &proxy.SNIRouting{BootstrapHost: s.BootstrapHost, BrokerHost: s.BrokerHost, AdvertisedPort: s.AdvertisedPort}
-		}
-		opts.MaxConns, opts.MaxConnsPerAddr = vcc.MaxConnections, vcc.MaxConnectionsPerAddress
-		opts.ClientWriteTimeout = vcc.ClientWriteTimeout.Duration
-		opts.ProxyProtocol = proxyProtocol(vcc.ProxyProtocol, vcc.ProxyProtocolFrom)
-		if u := vcc.UpstreamIdentity; u != nil {
-			id := &proxy.UpstreamIdentity{Principals: map[string]kafkasasl.Mechanism{}, RefuseUnmapped: u.RefusesUnmapped()}
-			for name, s := range u.Principals {
-				m, err := s.Build()
-				if err != nil {
-					g.stop(context.Background())
-					return nil, fmt.Errorf("virtual cluster %s upstream_identity.principals.%s: %w", vcc.Name, name, err)
-				}
-				id.Principals[name] = m
-			}
-			opts.UpstreamIdentity = id
-		}
-		if vcc.TLS != nil {
-			tc, err := vcc.TLS.Build()
-			if err != nil {
-				g.stop(context.Background())
-				return nil, fmt.Errorf("virtual cluster %s tls: %w", vcc.Name, err)
-			}
-			opts.TLS = tc
-		}
-		vc, err := proxy.New(opts)
+		vc, err := g.newVC(cfg, vcc, b)
 		if err == nil {
 			err = vc.Start()
 		}
@@ -297,7 +239,7 @@ func listenError(what, key, addr string, err error) error {
 
 func (g *gateway) ready() error {
 	var errs []error
-	for _, vc := range g.vcs {
+	for _, vc := range g.virtualClusters() {
 		if err := vc.Readiness(); err != nil {
 			errs = append(errs, err)
 		}
@@ -321,7 +263,7 @@ func (g *gateway) stop(ctx context.Context) error {
 	} else {
 		llmDone <- nil
 	}
-	for _, vc := range g.vcs {
+	for _, vc := range g.virtualClusters() {
 		if err := vc.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -351,4 +293,80 @@ func proxyProtocol(mode string, from []string) *netedge.ProxyProtocol {
 		pp.Trusted = append(pp.Trusted, prefix)
 	}
 	return pp
+}
+
+// virtualClusters are the virtual clusters running now.
+func (g *gateway) virtualClusters() []*proxy.VirtualCluster {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.vcs)
+}
+
+// newVC builds (but does not start) virtual cluster vcc of cfg, with the
+// filters and authentication b built for it.
+func (g *gateway) newVC(cfg *config.Config, vcc *config.VirtualCluster, b *built) (*proxy.VirtualCluster, error) {
+	log, km := g.log, g.km
+	cl := cfg.Clusters[vcc.Cluster]
+	target := proxy.Target{
+		Bootstrap:      cl.BootstrapServers,
+		ConnectTimeout: cl.ConnectTimeout.Duration,
+		RequestTimeout: cl.RequestTimeout.Duration,
+	}
+	if cl.TLS != nil && cl.TLS.Enabled {
+		tc, err := cl.TLS.Build()
+		if err != nil {
+			return nil, fmt.Errorf("clusters.%s.tls: %w", vcc.Cluster, err)
+		}
+		target.TLS = tc
+	}
+	if cl.SASL != nil {
+		m, err := cl.SASL.Build()
+		if err != nil {
+			return nil, fmt.Errorf("clusters.%s.sasl: %w", vcc.Cluster, err)
+		}
+		target.SASL = m
+	}
+	opts := proxy.Options{
+		Name:             vcc.Name,
+		Listen:           vcc.Listen,
+		AdvertisedHost:   vcc.AdvertisedHost(),
+		NodePortStart:    vcc.NodePorts.Start,
+		NodePortEnd:      vcc.NodePorts.End,
+		MaxFrame:         vcc.MaxFrameBytes,
+		MaxInflight:      vcc.MaxInflight,
+		IdleTimeout:      vcc.IdleTimeout.Duration,
+		FrameReadTimeout: vcc.FrameReadTimeout.Duration,
+		Target:           target,
+		Filters:          b.filters[vcc.Name],
+		SASL:             b.auth[vcc.Name].proxySASL(),
+		CertPrincipal:    b.auth[vcc.Name].certPrincipal(),
+		Log:              log,
+		Metrics:          km,
+	}
+	if s := vcc.SNI; s != nil {
+		opts.SNI = &proxy.SNIRouting{BootstrapHost: s.BootstrapHost, BrokerHost: s.BrokerHost, AdvertisedPort: s.AdvertisedPort}
+	}
+	opts.MaxConns, opts.MaxConnsPerAddr = vcc.MaxConnections, vcc.MaxConnectionsPerAddress
+	opts.ClientWriteTimeout = vcc.ClientWriteTimeout.Duration
+	opts.ProxyProtocol = proxyProtocol(vcc.ProxyProtocol, vcc.ProxyProtocolFrom)
+	if u := vcc.UpstreamIdentity; u != nil {
+		id := &proxy.UpstreamIdentity{Principals: map[string]kafkasasl.Mechanism{}, RefuseUnmapped: u.RefusesUnmapped()}
+		for name, s := range u.Principals {
+			m, err := s.Build()
+			if err != nil {
+				g.stop(context.Background())
+				return nil, fmt.Errorf("virtual cluster %s upstream_identity.principals.%s: %w", vcc.Name, name, err)
+			}
+			id.Principals[name] = m
+		}
+		opts.UpstreamIdentity = id
+	}
+	if vcc.TLS != nil {
+		tc, err := vcc.TLS.Build()
+		if err != nil {
+			return nil, fmt.Errorf("virtual cluster %s tls: %w", vcc.Name, err)
+		}
+		opts.TLS = tc
+	}
+	return proxy.New(opts)
 }

@@ -35,6 +35,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	rl.attach(g)
+	if err := rl.watchFile(rctx); err != nil {
+		log.Warn("cannot watch the config file for changes; reload with SIGHUP or POST /-/reload", "config", *path, "err", err)
+	}
 	<-ctx.Done()
 	log.Info("shutting down: draining connections", "timeout", g.drain.Duration.String())
 	if err := g.stop(context.Background()); err != nil {

@@ -619,6 +619,22 @@ func (v *VirtualCluster) TopicName(ctx context.Context, id [16]byte) (string, er
 	return "", fmt.Errorf("unknown topic id %x", id)
 }
 
+// StopAccepting closes the listeners: no client connects any more, the
+// ones connected carry on until Shutdown drains them. A reload calls it so
+// that the virtual cluster replacing this one can bind the same ports
+// while this one drains.
+func (v *VirtualCluster) StopAccepting() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.closed = true
+	for _, ln := range v.listeners {
+		ln.Close()
+	}
+}
+
+// Name is the virtual cluster's name.
+func (v *VirtualCluster) Name() string { return v.opts.Name }
+
 // Shutdown stops accepting, lets connections finish the requests they have
 // in flight, and closes them. Connections still busy when ctx ends are
 // closed anyway.

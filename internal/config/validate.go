@@ -209,7 +209,7 @@ func (v *validator) virtualCluster(i int, vc *VirtualCluster, clusters []string,
 		if _, _, err := net.SplitHostPort(vc.Advertised); err == nil || strings.ContainsAny(vc.Advertised, " \t/[]") {
 			v.add(ap, c.show(ap, vc.Advertised)+" is not a host name or IP address: write it without port, scheme or brackets (e.g. kafka.example.com)")
 		}
-	} else if info.listenOK && isWildcard(info.host) {
+	} else if info.listenOK && isWildcard(info.host) && vc.SNI == nil {
 		v.add(ap, fmt.Sprintf("is required because listen %s accepts connections on every interface: set the host name clients should connect to (e.g. kafka.example.com)", c.show(lp, vc.Listen)))
 	}
 

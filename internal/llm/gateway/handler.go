@@ -199,6 +199,9 @@ type exchange struct {
 	client translate.Dialect
 	// includeUsage: an OpenAI client asked for its stream's usage chunk.
 	includeUsage bool
+	// omitUsage: the gateway asked the provider for the usage chunk the
+	// client did not ask for, and drops it on the way.
+	omitUsage bool
 	op           operation
 	key          string // the gateway key's name
 	kd           *keyData
@@ -507,10 +510,15 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 	x.attempts++
 	upModel := t.upstreamModel(req.Model)
 	out := body
-	x.trans, x.dropped, x.includeUsage = false, nil, false
+	x.trans, x.dropped, x.includeUsage, x.omitUsage = false, nil, false, false
 	if p.Dialect == x.client {
 		if upModel != req.Model {
 			out = jsonscan.Splice(body, req.ModelStart, req.ModelEnd, upModel)
+		}
+		if x.lim.active && x.stream && x.client == translate.OpenAI {
+			// The key's tokens or spend are counted: an OpenAI provider
+			// reports a stream's usage only when asked.
+			out, x.omitUsage = askStreamUsage(out)
 		}
 	} else {
 		x.trans = true
@@ -595,6 +603,43 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 		return x.relayStream(resp, rb)
 	}
 	return x.relayJSON(resp, rb)
+}
+
+// askStreamUsage makes an OpenAI stream request ask for its usage chunk
+// (stream_options.include_usage) when it has no stream_options (or null,
+// or {}). It reports whether it changed the body: the client did not ask
+// for the chunk. stream_options with other members are left alone (the
+// request's reservation then stands if no usage comes).
+func askStreamUsage(body []byte) ([]byte, bool) {
+	var opts []byte
+	found := false
+	jsonscan.Members(body, func(k, v []byte) bool {
+		if string(k) == "stream_options" {
+			opts, found = v, true
+			return false
+		}
+		return true
+	})
+	const want = `{"include_usage":true}`
+	if found {
+		if string(opts) != "null" && string(bytes.Join(bytes.Fields(opts), nil)) != "{}" {
+			return body, false
+		}
+		start := cap(body) - cap(opts) // opts is a slice of body
+		out := make([]byte, 0, len(body)+len(want))
+		out = append(append(append(out, body[:start]...), want...), body[start+len(opts):]...)
+		return out, true
+	}
+	i := bytes.IndexByte(body, '{')
+	if i < 0 {
+		return body, false
+	}
+	out := make([]byte, 0, len(body)+len(want)+20)
+	out = append(append(out, body[:i+1]...), `"stream_options":`+want...)
+	if rest := bytes.TrimLeft(body[i+1:], " \t\r\n"); len(rest) == 0 || rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, body[i+1:]...), true
 }
 
 // resetAttempt readies the exchange for an attempt on t.
@@ -1163,7 +1208,7 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) bool {
 		first, haveFirst = ev, true
 	}
 	x.succeeded()
-	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage})
+	st := translate.NewStreamWith(p.Dialect, x.client, x.model, translate.StreamOptions{IncludeUsage: x.includeUsage, OmitUsageChunk: x.omitUsage})
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")

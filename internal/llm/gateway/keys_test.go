@@ -274,3 +274,45 @@ func TestRedisUnreachable(t *testing.T) {
 		t.Error("want one allowed and one refused store error counted")
 	}
 }
+
+func TestAskStreamUsage(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		changed  bool
+	}{
+		{`{"model":"m","stream":true}`, `{"stream_options":{"include_usage":true},"model":"m","stream":true}`, true},
+		{` { "model":"m","stream_options":null}`, ` { "model":"m","stream_options":{"include_usage":true}}`, true},
+		{`{"stream_options": { } ,"model":"m"}`, `{"stream_options": {"include_usage":true} ,"model":"m"}`, true},
+		{`{"stream_options":{"include_usage":true}}`, `{"stream_options":{"include_usage":true}}`, false},
+		{`{"stream_options":{"include_obfuscation":false}}`, `{"stream_options":{"include_obfuscation":false}}`, false},
+	} {
+		got, changed := askStreamUsage([]byte(c.in))
+		if string(got) != c.want || changed != c.changed {
+			t.Errorf("askStreamUsage(%s) = %s, %v; want %s, %v", c.in, got, changed, c.want, c.changed)
+		}
+	}
+}
+
+// An OpenAI client's stream that did not ask for usage is still counted
+// exactly: the gateway asks the provider for the usage chunk, reads it,
+// and does not pass it on.
+func TestStreamUsageAskedForTheKey(t *testing.T) {
+	mock, url := startMock(t, mockllm.Options{})
+	h := keyed(t, url, limits.Limits{TPM: 1 << 40}, nil)
+	body := `{"model":"gpt-4o","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"Capital of France?"}]}`
+	rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, "/v1/chat/completions", body))
+	if rp.status != 200 || !rp.done {
+		t.Fatalf("status %d done %v", rp.status, rp.done)
+	}
+	if strings.Contains(string(rp.raw), `"choices":[]`) || strings.Contains(string(rp.raw), `"prompt_tokens"`) {
+		t.Errorf("the client got a usage chunk it did not ask for:\n%s", rp.raw)
+	}
+	in, out := mock.Billed()
+	if in == 0 || out == 0 {
+		t.Fatal("the provider billed nothing: it was not asked for usage")
+	}
+	eventually(t, "the usage settled", func() bool {
+		w := keysView(t, h.g)["tester"].Window
+		return w != nil && w.Tokens == in+out
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/sse"
 )
 
@@ -55,6 +56,10 @@ type StreamOptions struct {
 	// choices, usage only), as OpenAI does only for
 	// stream_options.include_usage. Other clients ignore it.
 	IncludeUsage bool
+	// OmitUsageChunk drops the usage-only chunk (empty choices) of a
+	// same-dialect OpenAI stream after reading its usage: the gateway asked
+	// the provider for it, the client did not.
+	OmitUsageChunk bool
 }
 
 // NewStreamWith is NewStream for a client that may not want everything a
@@ -63,7 +68,7 @@ func NewStreamWith(provider, client Dialect, clientModel string, opt StreamOptio
 	b := streamBase{client: client}
 	switch {
 	case provider == client:
-		return &passThrough{streamBase: b}
+		return &passThrough{streamBase: b, omitUsage: client == OpenAI && opt.OmitUsageChunk}
 	case provider == Anthropic:
 		return &anthropicToOpenAI{streamBase: b, clientModel: clientModel, omitUsage: !opt.IncludeUsage}
 	default:
@@ -219,6 +224,7 @@ func openAIErrorChunk(raw json.RawMessage) *Error {
 // passThrough forwards a same-dialect stream byte for byte.
 type passThrough struct {
 	streamBase
+	omitUsage bool
 }
 
 func (s *passThrough) Event(ev sse.Event, w *sse.Writer) error {
@@ -226,6 +232,10 @@ func (s *passThrough) Event(ev sse.Event, w *sse.Writer) error {
 		// Junk after the terminator, and anything after the provider's
 		// error event (the stream has failed, as a translated one stops
 		// there too), is not forwarded.
+		return nil
+	}
+	if s.omitUsage && ev.Data != nil && isUsageChunk(ev.Data) {
+		s.watchOpenAI(ev.Name, ev.Data)
 		return nil
 	}
 	if err := w.Raw(ev.Raw); err != nil {
@@ -240,6 +250,25 @@ func (s *passThrough) Event(ev sse.Event, w *sse.Writer) error {
 		s.watchAnthropic(ev.Name, ev.Data)
 	}
 	return nil
+}
+
+// isUsageChunk reports whether an OpenAI chunk is the closing usage chunk:
+// empty choices and a usage object.
+func isUsageChunk(data []byte) bool {
+	if !hasObjectField(data, `"usage"`) {
+		return false
+	}
+	var emptyChoices, usage bool
+	jsonscan.Members(data, func(k, v []byte) bool {
+		switch string(k) {
+		case "choices":
+			emptyChoices = len(bytes.TrimSpace(bytes.Trim(bytes.TrimSpace(v), "[]"))) == 0 && len(v) >= 2 && v[0] == '['
+		case "usage":
+			usage = len(v) > 0 && v[0] == '{'
+		}
+		return true
+	})
+	return emptyChoices && usage
 }
 
 func (s *passThrough) watchOpenAI(name string, data []byte) {

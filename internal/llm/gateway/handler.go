@@ -202,16 +202,16 @@ type exchange struct {
 	// omitUsage: the gateway asked the provider for the usage chunk the
 	// client did not ask for, and drops it on the way.
 	omitUsage bool
-	op           operation
-	key          string // the gateway key's name
-	kd           *keyData
-	model        string // as the client asked
-	stream       bool
-	rt           *route
-	t            *target // the target of the current (or last) attempt
-	label        string  // model metric label
-	trans        bool    // translated across dialects
-	trace        bool
+	op        operation
+	key       string // the gateway key's name
+	kd        *keyData
+	model     string // as the client asked
+	stream    bool
+	rt        *route
+	t         *target // the target of the current (or last) attempt
+	label     string  // model metric label
+	trans     bool    // translated across dialects
+	trace     bool
 
 	stages       [numStages]time.Duration
 	reached      uint16        // bit per Stage seen

@@ -463,3 +463,29 @@ func TestAllEjected(t *testing.T) {
 }
 
 var _ = bytes.NewReader
+
+// A target's own api_key is sent instead of its provider's, and is
+// masked like a provider key when the provider quotes it.
+func TestTargetCredentials(t *testing.T) {
+	fp := newFakeProvider(t, translate.OpenAI, false)
+	const targetKey = "sk-target-account-B7xQ2mLk9"
+	p := oaProvider("oa", fp.srv.URL)
+	p.APIKey = openAIKey
+	h := newGW(t, []Provider{p}, []Route{{
+		Match: "gpt-*", Targets: []Target{{Name: "acct-b", Provider: "oa", APIKey: targetKey}, {Name: "acct-a", Provider: "oa"}},
+	}}, nil)
+	c := client(false)
+	read(t, translate.OpenAI, h.post(t, c, translate.OpenAI, "/v1/chat/completions", requestBody(translate.OpenAI, "gpt-4o", false)))
+	if got := fp.last(t).header.Get("Authorization"); got != "Bearer "+targetKey {
+		t.Errorf("Authorization %q, want the target's key", got)
+	}
+	fp.setHandler(func(w http.ResponseWriter, r *http.Request, body []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"message":"bad key `+targetKey+`","type":"invalid_request_error"}}`)
+	})
+	rp := read(t, translate.OpenAI, h.post(t, c, translate.OpenAI, "/v1/chat/completions", requestBody(translate.OpenAI, "gpt-4o", false)))
+	if strings.Contains(string(rp.raw), targetKey) || !strings.Contains(rp.errMsg, "[REDACTED]") {
+		t.Errorf("the target's key reached the client: %s", rp.raw)
+	}
+}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -462,7 +461,6 @@ func TestAllEjected(t *testing.T) {
 	}
 }
 
-var _ = bytes.NewReader
 
 // A target's own api_key is sent instead of its provider's, and is
 // masked like a provider key when the provider quotes it.

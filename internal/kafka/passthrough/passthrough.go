@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,8 +56,6 @@ type Pattern struct {
 	ServerName string
 	Upstream   string
 }
-
-const nodeVar = "$(node)"
 
 // maxHello bounds a ClientHello: a TLS record is at most 16 KiB, and a
 // hello that takes more than a few records is not a Kafka client's.
@@ -130,24 +127,11 @@ func (l *Listener) Route(name string) (string, bool) {
 	if p == nil {
 		return "", false
 	}
-	pat := strings.ToLower(p.ServerName)
-	i := strings.Index(pat, nodeVar)
-	if i < 0 {
+	id, ok := netedge.NodeName(p.ServerName).Node(name)
+	if !ok {
 		return "", false
 	}
-	prefix, suffix := pat[:i], pat[i+len(nodeVar):]
-	if len(name) <= len(prefix)+len(suffix) || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
-		return "", false
-	}
-	digits := name[len(prefix) : len(name)-len(suffix)]
-	if len(digits) > 1 && digits[0] == '0' {
-		return "", false
-	}
-	id, err := strconv.ParseUint(digits, 10, 31)
-	if err != nil {
-		return "", false
-	}
-	return strings.Replace(p.Upstream, nodeVar, strconv.FormatUint(id, 10), 1), true
+	return netedge.NodeName(p.Upstream).Name(id), true
 }
 
 func (l *Listener) accept() {

@@ -4,8 +4,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/straitgw/strait/internal/netedge"
 )
 
 // SNIRouting serves every broker of a virtual cluster on its one listen
@@ -21,39 +22,16 @@ type SNIRouting struct {
 	AdvertisedPort int
 }
 
-const nodeVar = "$(node)"
-
 // brokerHost is the name clients are told for node id.
-func (s *SNIRouting) brokerHost(id int32) string {
-	return strings.Replace(s.BrokerHost, nodeVar, strconv.Itoa(int(id)), 1)
-}
+func (s *SNIRouting) brokerHost(id int32) string { return netedge.NodeName(s.BrokerHost).Name(id) }
 
 // node inverts the names: the node a TLS server name stands for, or
-// bootstrapNode for the bootstrap name. Names compare without case, as DNS
-// does.
+// bootstrapNode for the bootstrap name.
 func (s *SNIRouting) node(name string) (int32, bool) {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	if name == strings.ToLower(s.BootstrapHost) {
+	if strings.EqualFold(strings.TrimSuffix(name, "."), s.BootstrapHost) {
 		return bootstrapNode, true
 	}
-	pattern := strings.ToLower(s.BrokerHost)
-	i := strings.Index(pattern, nodeVar)
-	if i < 0 {
-		return 0, false
-	}
-	prefix, suffix := pattern[:i], pattern[i+len(nodeVar):]
-	if len(name) <= len(prefix)+len(suffix) || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, suffix) {
-		return 0, false
-	}
-	digits := name[len(prefix) : len(name)-len(suffix)]
-	if len(digits) > 1 && digits[0] == '0' {
-		return 0, false // "broker-01" is not what the gateway advertised
-	}
-	id, err := strconv.ParseInt(digits, 10, 32)
-	if err != nil || id < 0 {
-		return 0, false
-	}
-	return int32(id), true
+	return netedge.NodeName(s.BrokerHost).Node(name)
 }
 
 const refusedSNI = "sni"

@@ -45,3 +45,9 @@ go install github.com/nsmithuk/local-kms@v0.0.0-20260228092603-2a5e92d09ab6
 
 # Keep in step with HelmModule (deploy/helm_test.go).
 go install helm.sh/helm/v3/cmd/helm@v3.22.0
+
+# The SNI routing tests connect by host name, as clients behind a load
+# balancer do: these names resolve to the gateway on this machine.
+if ! grep -q 'kafka.strait.test' /etc/hosts 2>/dev/null; then
+	echo '127.0.0.1 kafka.strait.test broker-0.kafka.strait.test broker-1.kafka.strait.test broker-2.kafka.strait.test' | $SUDO tee -a /etc/hosts >/dev/null
+fi

@@ -89,7 +89,12 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/telemetry"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/telemetry"},
+	},
+	{
+		name: "llm/limits keeps rate limits and spend, in memory or in Redis, and imports nothing of ours",
+		pkgs: []string{"internal/llm/limits"},
+		only: nothing,
 	},
 	{
 		name: "mockllm is a self-contained test peer: it shares only the JSON scanner",
@@ -117,9 +122,24 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "config describes the file and imports nothing of ours",
+		name: "config describes the file, and builds TLS settings on tlsfiles alone",
 		pkgs: []string{"internal/config"},
+		only: []string{"internal/tlsfiles"},
+	},
+	{
+		name: "tlsfiles serves certificates from files and imports nothing of ours",
+		pkgs: []string{"internal/tlsfiles"},
 		only: nothing,
+	},
+	{
+		name: "netedge is what every listener does before any protocol, and imports nothing of ours",
+		pkgs: []string{"internal/netedge"},
+		only: nothing,
+	},
+	{
+		name: "TLS passthrough relays bytes: it shares the edge with the proxy, and never sees Kafka frames or filters",
+		pkgs: []string{"internal/kafka/passthrough"},
+		only: []string{"internal/netedge"},
 	},
 	{
 		name: "devbroker is a self-contained development cluster and imports nothing of ours",

@@ -89,7 +89,12 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/telemetry"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/telemetry", "internal/h2sched"},
+	},
+	{
+		name: "h2sched is an HTTP/2 write scheduler and imports nothing of ours",
+		pkgs: []string{"internal/h2sched"},
+		only: nothing,
 	},
 	{
 		name: "llm/limits keeps rate limits and spend, in memory or in Redis, and imports nothing of ours",
@@ -97,9 +102,9 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "mockllm is a self-contained test peer: it shares only the JSON scanner",
+		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 write scheduler",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan"},
+		only: []string{"internal/llm/jsonscan", "internal/h2sched"},
 	},
 	{
 		name: "bench/result describes the harness's JSON documents and imports nothing of ours",

@@ -4,10 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/straitgw/strait/internal/h2sched"
 )
 
 // ErrClosed is returned by Serve, ServeTLS, Start and StartTLS after Close
@@ -106,6 +111,9 @@ func (s *Server) newHTTPServer(cfg *tls.Config) (*http.Server, error) {
 		// Prior knowledge; ServeHTTP takes "Upgrade: h2c" (upgrade.go).
 		p.SetUnencryptedHTTP2(true)
 	}
+	if err := configureHTTP2(hs); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -113,6 +121,19 @@ func (s *Server) newHTTPServer(cfg *tls.Config) (*http.Server, error) {
 	}
 	s.servers = append(s.servers, hs)
 	return hs, nil
+}
+
+// configureHTTP2 serves hs's HTTP/2 with x/net's server and a write
+// scheduler whose cost per frame does not grow with the streams open on a
+// connection: with net/http's, each frame walks every open stream, and a
+// mock holding thousands of answers back for --latency spends much of its
+// CPU there.
+func configureHTTP2(hs *http.Server) error {
+	h2s := &http2.Server{MaxConcurrentStreams: uint32(hs.HTTP2.MaxConcurrentStreams), NewWriteScheduler: h2sched.New}
+	if err := http2.ConfigureServer(hs, h2s); err != nil {
+		return fmt.Errorf("mock llm: HTTP/2: %w", err)
+	}
+	return nil
 }
 
 // Close stops every listener the server serves on and drops every

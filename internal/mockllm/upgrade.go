@@ -201,6 +201,9 @@ func (s *Server) bridge() (*bridge, error) {
 		HTTP2:     &http.HTTP2Config{MaxConcurrentStreams: s.opt.MaxConcurrentStreams},
 		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	if err := configureHTTP2(hs); err != nil {
+		return nil, err
+	}
 	s.servers = append(s.servers, hs)
 	s.upgraded = b
 	go func() { _ = hs.Serve(b) }()

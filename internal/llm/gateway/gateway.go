@@ -38,6 +38,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/h2c"
 
+	"github.com/straitgw/strait/internal/h2sched"
 	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
 )
@@ -266,6 +267,11 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 		Protocols:         new(http.Protocols),
 	}
+	// HTTP/2 is served by x/net's server with a write scheduler whose cost
+	// per frame does not grow with the streams open on the connection
+	// (h2sched): net/http's walks every open stream for every frame, and
+	// a gateway's streams mostly wait on providers with nothing to send.
+	h2s := &http2.Server{MaxConcurrentStreams: maxConcurrentStreams, NewWriteScheduler: h2sched.New}
 	if l.TLS != nil {
 		srv.TLSConfig = l.TLS.Clone()
 		srv.Protocols.SetHTTP1(true)
@@ -278,16 +284,23 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 		srv.Protocols.SetHTTP1(h1)
 		srv.Protocols.SetUnencryptedHTTP2(h2)
 		if h1 && h2 {
-			// net/http speaks h2c with prior knowledge itself; the
-			// HTTP/1.1 "Upgrade: h2c" handshake (RFC 7540 section 3.2,
-			// which clients such as curl --http2 still use) needs x/net.
-			srv.Handler = h2c.NewHandler(g, &http2.Server{MaxConcurrentStreams: maxConcurrentStreams})
+			// HTTP/2 with prior knowledge reaches h2s through net/http;
+			// the HTTP/1.1 "Upgrade: h2c" handshake (RFC 7540 section
+			// 3.2, which clients such as curl --http2 still use) needs
+			// x/net's h2c handler.
+			srv.Handler = h2c.NewHandler(g, h2s)
 		}
 	}
 	// Many slow requests share a few HTTP/2 connections when clients
 	// multiplex: the default of 250 streams per connection would queue
 	// them in the client.
 	srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams}
+	if srv.Protocols.HTTP2() || srv.Protocols.UnencryptedHTTP2() {
+		if err := http2.ConfigureServer(srv, h2s); err != nil {
+			ln.Close()
+			return fmt.Errorf("llm gateway: HTTP/2: %w", err)
+		}
+	}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

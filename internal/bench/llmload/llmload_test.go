@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,5 +165,36 @@ func TestValidateNamesFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("error %v does not name %s", err, f)
 		}
+	}
+}
+
+// TestGeneratorReportsItsOwnCPU: the generator measures itself, apart from
+// the processes it was asked to watch, so that its own cost per request is
+// known.
+func TestGeneratorReportsItsOwnCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process CPU is read from /proc")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[]}`)
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), shortRun(srv.URL), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.Generator
+	if g == nil {
+		t.Fatal("no generator process in the result")
+	}
+	if g.PID != os.Getpid() || g.CPUSeconds <= 0 || g.CPUMicrosPerRequest <= 0 {
+		t.Errorf("generator %+v: want this process with its CPU and CPU per request", *g)
+	}
+	if got, want := g.CPUMicrosPerRequest, g.CPUSeconds*1e6/float64(res.OK); math.Abs(got-want) > want*1e-9 {
+		t.Errorf("CPU per request %.3f µs, want %.3f (CPU seconds over answers)", got, want)
+	}
+	if len(res.Processes) != 0 {
+		t.Errorf("processes %+v: the generator belongs apart from the watched processes", res.Processes)
 	}
 }

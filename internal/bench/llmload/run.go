@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,14 +50,42 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.LLM, error) {
 	if err := r.probe(ctx); err != nil {
 		return nil, err
 	}
-	var watch *procstat.Watch
-	if len(opt.WatchPIDs) > 0 {
-		var err error
-		if watch, err = procstat.NewWatch(opt.WatchPIDs); err != nil {
-			return nil, err
+	// The generator watches itself too, so that its own CPU per request
+	// is reported beside that of the processes it measures (where it
+	// cannot, as off Linux, it reports only those).
+	self := os.Getpid()
+	selfAdded := !slices.Contains(opt.WatchPIDs, self)
+	pids := opt.WatchPIDs
+	if selfAdded {
+		pids = append(slices.Clone(pids), self)
+	}
+	watch, err := procstat.NewWatch(pids)
+	if err != nil && selfAdded {
+		watch, selfAdded = nil, false
+		if len(opt.WatchPIDs) > 0 {
+			watch, err = procstat.NewWatch(opt.WatchPIDs)
+		} else {
+			err = nil
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
 	res := r.drive(ctx, watch)
+	for i, p := range res.Processes {
+		if p.PID == self {
+			g := p
+			g.Name += " (generator)"
+			res.Generator = &g
+			if selfAdded {
+				res.Processes = slices.Delete(res.Processes, i, i+1)
+			}
+			break
+		}
+	}
+	if len(res.Processes) == 0 {
+		res.Processes = nil
+	}
 	res.Meta = result.CollectMeta(opt.Args)
 	res.Meta.Start = r.start
 	return res, ctx.Err()

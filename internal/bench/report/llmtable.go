@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/straitgw/strait/internal/bench/result"
@@ -44,7 +45,26 @@ func LLMTable(w io.Writer, r *result.LLM) error {
 	}
 	b.WriteString("\n")
 	writeLatencyTable(&b, LLMRun(r).Series)
-	writeProcessTable(&b, r.Processes, r.DurationS, "CPU ms per 1k req", func(p result.Process) float64 { return p.CPUPerKRequests })
+	procs := r.Processes
+	if r.Generator != nil {
+		procs = append(slices.Clone(procs), *r.Generator)
+	}
+	writeProcessTable(&b, procs, r.DurationS, "CPU ms per 1k req", func(p result.Process) float64 { return p.CPUPerKRequests })
+	writeCPUPerRequest(&b, procs)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCPUPerRequest writes the line that sizes each process by requests:
+// microseconds of CPU per request answered.
+func writeCPUPerRequest(b *strings.Builder, ps []result.Process) {
+	var parts []string
+	for _, p := range ps {
+		if p.CPUMicrosPerRequest > 0 {
+			parts = append(parts, fmt.Sprintf("%s (pid %d) %s µs", processName(p), p.PID, num(p.CPUMicrosPerRequest)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nCPU per request: %s\n", strings.Join(parts, ", "))
+	}
 }

@@ -45,6 +45,10 @@ type LLM struct {
 	FirstEvent *Latency `json:"first_event_ms,omitempty"`
 
 	Processes []Process `json:"processes,omitempty"`
+	// Generator is what the load generator itself (this process) used
+	// during the measurement: a harness that eats the machine hides the
+	// system under test.
+	Generator *Process `json:"generator,omitempty"`
 }
 
 // UnmarshalJSON decodes l, keeping the workload as a json.RawMessage.

@@ -85,19 +85,23 @@ type Process struct {
 	// CPUPerKRequests is milliseconds of CPU per thousand requests, for
 	// traffic better counted in requests than in bytes (LLM calls).
 	CPUPerKRequests float64 `json:"cpu_ms_per_k_requests"`
+	// CPUMicrosPerRequest is the same figure as CPUPerKRequests in the unit
+	// requests are sized by: microseconds of CPU per request.
+	CPUMicrosPerRequest float64 `json:"cpu_us_per_request,omitempty"`
 }
 
 // SetTraffic fills in the sizing coefficients from the traffic that went
 // through the process during the measurement: durationS seconds at mbps
 // MB/s, requests requests. A coefficient whose traffic is zero stays 0.
 func (p *Process) SetTraffic(durationS, mbps float64, requests int64) {
-	p.MsCPUPerMBps, p.CPUPerKRequests = 0, 0
+	p.MsCPUPerMBps, p.CPUPerKRequests, p.CPUMicrosPerRequest = 0, 0, 0
 	if durationS > 0 && mbps > 0 {
 		millicores := p.CPUSeconds / durationS * 1000
 		p.MsCPUPerMBps = millicores / mbps
 	}
 	if requests > 0 {
 		p.CPUPerKRequests = p.CPUSeconds * 1000 / (float64(requests) / 1000)
+		p.CPUMicrosPerRequest = p.CPUSeconds * 1e6 / float64(requests)
 	}
 }
 

@@ -136,6 +136,9 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 		direct, thru  *result.LLM
 		gatewayCPUms  float64
 		gatewayPeakMB float64
+		// CPU µs per request of the mock and the generator through the
+		// gateway (0: not measured).
+		mockCPUus, generatorCPUus float64
 	}
 	var rows []row
 	var all []*result.LLM
@@ -176,6 +179,10 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 					r.thru = res
 					r.gatewayCPUms = res.Processes[1].CPUPerKRequests
 					r.gatewayPeakMB = float64(res.Processes[1].PeakRSSBytes) / (1 << 20)
+					r.mockCPUus = res.Processes[0].CPUMicrosPerRequest
+					if res.Generator != nil {
+						r.generatorCPUus = res.Generator.CPUMicrosPerRequest
+					}
 				} else {
 					r.direct = res
 				}
@@ -200,8 +207,8 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 		proto = fmt.Sprintf("h2c over %d connections", w.Conns)
 	}
 	fmt.Fprintf(&b, "%s req/s, mock latency %s, %s, %s warm-up + %s measured per run\n\n", report.Num(w.Rate), *latency, proto, w.Warmup, w.Duration)
-	fmt.Fprintln(&b, "| mode | client→provider | answered | direct p50 | direct p99 | via Strait p50 | via Strait p99 | added p50 | added p99 | first event added p99 | gateway CPU ms per 1k req | gateway peak RSS MiB |")
-	fmt.Fprintln(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(&b, "| mode | client→provider | answered | direct p50 | direct p99 | via Strait p50 | via Strait p99 | added p50 | added p99 | first event added p99 | gateway CPU µs per req | gateway peak RSS MiB | mock CPU µs per req | generator CPU µs per req |")
+	fmt.Fprintln(&b, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		first := "–"
 		if r.thru.FirstEvent != nil && r.direct.FirstEvent != nil {
@@ -215,9 +222,9 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 		if !r.direct.Valid || !r.thru.Valid {
 			valid = " (invalid)"
 		}
-		fmt.Fprintf(&b, "| %s | %s%s | %s | %.1f | %.1f | %.1f | %.1f | %+.2f | %+.2f | %s | %.1f | %.1f |\n",
+		fmt.Fprintf(&b, "| %s | %s%s | %s | %.1f | %.1f | %.1f | %.1f | %+.2f | %+.2f | %s | %.1f | %.1f | %.1f | %.1f |\n",
 			r.mode, r.pair, valid, answered, r.direct.Latency.P50, r.direct.Latency.P99, r.thru.Latency.P50, r.thru.Latency.P99,
-			r.thru.Latency.P50-r.direct.Latency.P50, r.thru.Latency.P99-r.direct.Latency.P99, first, r.gatewayCPUms, r.gatewayPeakMB)
+			r.thru.Latency.P50-r.direct.Latency.P50, r.thru.Latency.P99-r.direct.Latency.P99, first, r.gatewayCPUms, r.gatewayPeakMB, r.mockCPUus, r.generatorCPUus)
 	}
 	for _, res := range all {
 		for _, p := range res.Problems {

@@ -153,7 +153,7 @@ func BenchmarkIdleStreams(b *testing.B) {
 		for _, sched := range []struct {
 			name string
 			new  func() http2.WriteScheduler
-		}{{"net-http", nil}, {"h2sched", h2sched.New}} {
+		}{{"net-http", nil}, {"h2sched", h2sched.New}, {"random", http2.NewRandomWriteScheduler}} {
 			b.Run(fmt.Sprintf("idle=%d/%s", idle, sched.name), func(b *testing.B) {
 				release := make(chan struct{})
 				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -195,5 +195,13 @@ func BenchmarkIdleStreams(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestExact: with the x/net this module uses, New is this package's
+// scheduler, not the random fallback.
+func TestExact(t *testing.T) {
+	if !h2sched.Exact() {
+		t.Fatal("x/net's FrameWriteRequest no longer has the stream field h2sched reads: New falls back to the random scheduler")
 	}
 }

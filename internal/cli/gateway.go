@@ -75,7 +75,8 @@ type gateway struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	km  *telemetry.KafkaMetrics
-	// mu guards vcs, which a reload changes.
+	pm  *passthrough.Metrics
+	// mu guards vcs and pass, which a reload changes.
 	mu    sync.Mutex
 	vcs   []*proxy.VirtualCluster
 	pass  []*passthrough.Listener
@@ -157,24 +158,14 @@ func startGateway(cfg *config.Config, b *built, log *slog.Logger, rl *reloader) 
 		}
 		g.vcs = append(g.vcs, vc)
 	}
-	if len(cfg.TLSPassthrough) > 0 {
-		pm := passthrough.NewMetrics(reg)
-		for _, tp := range cfg.TLSPassthrough {
-			opts := passthrough.Options{
-				Name: tp.Name, Listen: tp.Listen, Routes: tp.Routes, ConnectTimeout: tp.ConnectTimeout.Duration,
-				MaxConns: tp.MaxConnections, MaxConnsPerAddr: tp.MaxConnectionsPerAddress, Log: log, Metrics: pm,
-			}
-			if rp := tp.RoutePattern; rp != nil {
-				opts.Pattern = &passthrough.Pattern{ServerName: rp.ServerName, Upstream: rp.Upstream}
-			}
-			opts.ProxyProtocol = proxyProtocol(tp.ProxyProtocol, tp.ProxyProtocolFrom)
-			l, err := passthrough.Listen(opts)
-			if err != nil {
-				g.stop(context.Background())
-				return nil, err
-			}
-			g.pass = append(g.pass, l)
+	g.pm = passthrough.NewMetrics(reg)
+	for _, tp := range cfg.TLSPassthrough {
+		l, err := passthrough.Listen(g.passOptions(tp))
+		if err != nil {
+			g.stop(context.Background())
+			return nil, err
 		}
+		g.pass = append(g.pass, l)
 	}
 	if cfg.Admin.Listen != "" {
 		var extra []admin.Endpoint
@@ -268,7 +259,7 @@ func (g *gateway) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, l := range g.pass {
+	for _, l := range g.passListeners() {
 		if err := l.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -300,6 +291,26 @@ func (g *gateway) virtualClusters() []*proxy.VirtualCluster {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.vcs)
+}
+
+// passListeners are the TLS passthrough listeners running now.
+func (g *gateway) passListeners() []*passthrough.Listener {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.pass)
+}
+
+// passOptions are the options of passthrough listener tp.
+func (g *gateway) passOptions(tp *config.TLSPassthrough) passthrough.Options {
+	opts := passthrough.Options{
+		Name: tp.Name, Listen: tp.Listen, Routes: tp.Routes, ConnectTimeout: tp.ConnectTimeout.Duration,
+		MaxConns: tp.MaxConnections, MaxConnsPerAddr: tp.MaxConnectionsPerAddress, Log: g.log, Metrics: g.pm,
+		ProxyProtocol: proxyProtocol(tp.ProxyProtocol, tp.ProxyProtocolFrom),
+	}
+	if rp := tp.RoutePattern; rp != nil {
+		opts.Pattern = &passthrough.Pattern{ServerName: rp.ServerName, Upstream: rp.Upstream}
+	}
+	return opts
 }
 
 // newVC builds (but does not start) virtual cluster vcc of cfg, with the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/straitgw/strait/internal/config"
 	"github.com/straitgw/strait/internal/kafka/filter"
+	"github.com/straitgw/strait/internal/kafka/passthrough"
 	"github.com/straitgw/strait/internal/kafka/proxy"
 )
 
@@ -126,6 +127,9 @@ func (r *reloader) reload() error {
 			changed++
 		}
 	}
+	if !sameYAML(r.cfg.TLSPassthrough, cfg.TLSPassthrough) {
+		changed++
+	}
 	if changed == 0 {
 		for _, p := range plans {
 			p.closeUnused()
@@ -136,6 +140,9 @@ func (r *reloader) reload() error {
 		return nil
 	}
 	errs := r.apply(cfg, plans)
+	if err := r.reloadPassthrough(cfg); err != nil {
+		errs = errors.Join(errs, err)
+	}
 	r.cfg = cfg
 	if errs != nil {
 		r.reloads.WithLabelValues(reloadFailed).Inc()
@@ -293,6 +300,64 @@ func (r *reloader) apply(cfg *config.Config, plans []*vcPlan) error {
 	return errors.Join(errs...)
 }
 
+// reloadPassthrough replaces the TLS passthrough listeners whose settings
+// changed (the old one stops accepting and its relayed connections close
+// within the drain timeout while the new one binds the port), closes
+// removed ones and starts added ones.
+func (r *reloader) reloadPassthrough(cfg *config.Config) error {
+	if r.g == nil || sameYAML(r.cfg.TLSPassthrough, cfg.TLSPassthrough) {
+		return nil
+	}
+	prev := map[string]*config.TLSPassthrough{}
+	for _, tp := range r.cfg.TLSPassthrough {
+		prev[tp.Name] = tp
+	}
+	running := map[string]*passthrough.Listener{}
+	for _, l := range r.g.passListeners() {
+		running[l.Name()] = l
+	}
+	drain := cfg.Shutdown.DrainTimeout.Duration
+	stop := func(l *passthrough.Listener) {
+		l.StopAccepting()
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), drain)
+			defer cancel()
+			l.Shutdown(ctx)
+		}()
+	}
+	var errs []error
+	var next []*passthrough.Listener
+	kept := map[string]bool{}
+	for _, tp := range cfg.TLSPassthrough {
+		kept[tp.Name] = true
+		old := running[tp.Name]
+		if old != nil && sameYAML(prev[tp.Name], tp) {
+			next = append(next, old)
+			continue
+		}
+		if old != nil {
+			stop(old)
+		}
+		l, err := passthrough.Listen(r.g.passOptions(tp))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.log.Info("config reloaded: TLS passthrough listener started", "tls_passthrough", tp.Name, "replaced", old != nil)
+		next = append(next, l)
+	}
+	for name, l := range running {
+		if !kept[name] {
+			stop(l)
+			r.log.Info("config reloaded: TLS passthrough listener removed", "tls_passthrough", name)
+		}
+	}
+	r.g.mu.Lock()
+	r.g.pass = next
+	r.g.mu.Unlock()
+	return errors.Join(errs...)
+}
+
 // drainOld drains a virtual cluster a reload replaced or removed.
 func drainOld(vc *proxy.VirtualCluster, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -330,14 +395,15 @@ func (r *reloader) refuse(outcome string, err error) error {
 }
 
 // needsRestart names the first part of the config outside virtual
-// clusters and clusters that differs between a and b, or returns "".
+// clusters, clusters and passthrough listeners that differs between a and
+// b, or returns "".
 func needsRestart(a, b *config.Config) string {
 	av, bv := reflect.ValueOf(*a), reflect.ValueOf(*b)
 	t := av.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := yamlName(f)
-		if !f.IsExported() || name == "-" || f.Name == "VirtualClusters" || f.Name == "Clusters" {
+		if !f.IsExported() || name == "-" || f.Name == "VirtualClusters" || f.Name == "Clusters" || f.Name == "TLSPassthrough" {
 			continue
 		}
 		if !sameYAML(av.Field(i).Interface(), bv.Field(i).Interface()) {

@@ -32,7 +32,9 @@ func TestReload(t *testing.T) {
 	needBinary(t)
 	dir := t.TempDir()
 	base := testkit.PortBlock(t, 16)
+	// base+14 is the TLS passthrough listener's; base+15 is spare.
 	broker, adminAddr, gw, extra := testkit.Addr(base), testkit.Addr(base+1), testkit.Addr(base+2), testkit.Addr(base+8)
+	pass := testkit.Addr(base + 14)
 	bp := startStrait(t, "broker", "--brokers", "1", "--listen", broker)
 	bp.waitListening(broker)
 	store := filepath.Join(dir, "users.store")
@@ -45,7 +47,7 @@ func TestReload(t *testing.T) {
 	type conf struct {
 		names    string // the topics alice may use
 		maxConns int    // the first virtual cluster's max_connections
-		extra    bool   // a second virtual cluster
+		extra    bool   // a second virtual cluster and a TLS passthrough listener
 		logLevel string
 	}
 	write := func(c conf) {
@@ -75,7 +77,11 @@ virtual_clusters:
     cluster: local
     listen: %q
     node_ports: {start: %d, end: %d}
-`, extra, base+9, base+13)
+tls_passthrough:
+  - name: edge
+    listen: %q
+    routes: {kafka.example.com: %q}
+`, extra, base+9, base+13, pass, broker)
 		}
 		if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 			t.Fatal(err)
@@ -172,23 +178,30 @@ virtual_clusters:
 	if err := produce(other, "any"); err != nil {
 		t.Errorf("produce through the added virtual cluster: %v", err)
 	}
+	if conn, err := net.DialTimeout("tcp", pass, 5*time.Second); err != nil {
+		t.Errorf("the added TLS passthrough listener: %v", err)
+	} else {
+		conn.Close()
+	}
 	// Removed: its port closes.
 	c.extra = false
 	write(c)
 	if code, body := post(); code != http.StatusOK {
 		t.Fatalf("POST /-/reload removing a virtual cluster: %d %s", code, body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", extra, time.Second)
-		if err != nil {
-			break
+	for _, addr := range []string{extra, pass} {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				break
+			}
+			conn.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still accepts connections after its listener was removed", addr)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		conn.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("a removed virtual cluster still accepts connections")
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	for outcome, least := range map[string]float64{"invalid": 1, "restart_needed": 1} {
 		if n := metric(t, adminAddr, `strait_config_reloads_total{outcome="`+outcome+`"}`); n < least {

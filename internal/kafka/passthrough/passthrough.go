@@ -114,6 +114,9 @@ func Listen(opts Options) (*Listener, error) {
 	return l, nil
 }
 
+// Name is the listener's name.
+func (l *Listener) Name() string { return l.opts.Name }
+
 // Addr is the listener's address.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
@@ -304,6 +307,16 @@ type helloConn struct {
 
 func (h helloConn) Read(b []byte) (int, error)  { return h.r.Read(b) }
 func (h helloConn) Write(b []byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// StopAccepting closes the listener: no client connects any more, the
+// connections relayed carry on until Shutdown. A reload calls it so that
+// the listener replacing this one can bind the same port.
+func (l *Listener) StopAccepting() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.ln.Close()
+}
 
 // Shutdown stops accepting, waits for connections to end until ctx ends,
 // then closes the rest.

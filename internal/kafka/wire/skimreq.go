@@ -104,6 +104,59 @@ func SkimProduce(body []byte, version int16) (p ProducePrefix, ok bool) {
 	return p, !c.bad
 }
 
+// SkimProduceTopics walks a whole Produce request body and calls fn for
+// each topic it writes to (its name before v13, its ID from v13), until fn
+// returns false; the records are skipped, not read. ok is false if the body
+// does not parse to its end.
+func SkimProduceTopics(body []byte, version int16, fn func(name []byte, id [16]byte) bool) (p ProducePrefix, ok bool) {
+	flex := version >= 9
+	c := cursor{b: body}
+	if version >= 3 {
+		_, p.Transactional = c.str(flex)
+	}
+	p.Acks = c.int16()
+	c.skip(4) // timeout
+	p.Topics = c.arrayLen(flex)
+	more := true
+	for i := 0; i < p.Topics && !c.bad; i++ {
+		var name []byte
+		var id [16]byte
+		if version >= 13 {
+			id = c.uuid()
+		} else {
+			name, _ = c.str(flex)
+		}
+		if i == 0 {
+			p.Name, p.ID = name, id
+		}
+		if more && !c.bad {
+			more = fn(name, id)
+		}
+		parts := c.arrayLen(flex)
+		for j := 0; j < parts && !c.bad; j++ {
+			c.skip(4) // partition
+			if flex {
+				c.skip(c.compactLen()) // records (compact nullable bytes)
+				c.tags()
+			} else {
+				n := c.int32()
+				if n > 0 {
+					c.skip(int(n))
+				} else if n < -1 {
+					c.bad = true
+				}
+			}
+		}
+		if flex {
+			c.tags()
+		}
+	}
+	if flex {
+		c.tags()
+	}
+	return p, !c.bad && c.off == len(body)
+}
+
 // FetchTopic is one topic a Fetch request names: Name before v13, ID from
 // it. Name aliases the body.
 type FetchTopic struct {

@@ -51,6 +51,7 @@ func checkFetchSkim(t *testing.T, r *kmsg.FetchRequest, body []byte, strict bool
 
 func checkProduceSkim(t *testing.T, r *kmsg.ProduceRequest, body []byte, strict bool) {
 	t.Helper()
+	checkProduceTopics(t, r, body, strict)
 	v := r.Version
 	p, ok := wire.SkimProduce(body, v)
 	if !ok {
@@ -64,6 +65,38 @@ func checkProduceSkim(t *testing.T, r *kmsg.ProduceRequest, body []byte, strict 
 	}
 	if len(r.Topics) > 0 && (v >= 13 && p.ID != r.Topics[0].TopicID || v < 13 && string(p.Name) != r.Topics[0].Topic) {
 		t.Fatalf("Produce v%d: skimmed first topic %q/%x, kmsg reads %q/%x", v, p.Name, p.ID, r.Topics[0].Topic, r.Topics[0].TopicID)
+	}
+}
+
+// checkProduceTopics compares SkimProduceTopics on body with what kmsg
+// reads.
+func checkProduceTopics(t *testing.T, r *kmsg.ProduceRequest, body []byte, strict bool) {
+	t.Helper()
+	v := r.Version
+	var names []string
+	var ids [][16]byte
+	_, ok := wire.SkimProduceTopics(body, v, func(name []byte, id [16]byte) bool {
+		names, ids = append(names, string(name)), append(ids, id)
+		return true
+	})
+	if !ok {
+		if strict {
+			t.Fatalf("Produce v%d: kmsg's own encoding did not skim to its end: % x", v, body)
+		}
+		return
+	}
+	if len(names) != len(r.Topics) {
+		t.Fatalf("Produce v%d: skimmed %d topics, kmsg reads %d", v, len(names), len(r.Topics))
+	}
+	for i, rt := range r.Topics {
+		if v >= 13 && ids[i] != rt.TopicID || v < 13 && names[i] != rt.Topic {
+			t.Fatalf("Produce v%d topic %d: skimmed %q/%x, kmsg reads %q/%x", v, i, names[i], ids[i], rt.Topic, rt.TopicID)
+		}
+	}
+	if len(body) > 0 {
+		if _, ok := wire.SkimProduceTopics(body[:len(body)-1], v, func([]byte, [16]byte) bool { return true }); ok {
+			t.Fatalf("Produce v%d: body without its last byte skimmed to its end", v)
+		}
 	}
 }
 

@@ -6,12 +6,13 @@ import (
 )
 
 // PassRequest implements filter.RequestSkimmer for the hot path: a Produce
-// that names one topic and no transactional id, or a Fetch, whose every
-// topic the principal may use goes to the broker unread, as bytes. Checking
-// it takes a look at the body's start and the connection's own decisions.
-// Anything else (several topics in one Produce, a transactional id, a
-// refusal, a follower's fetch, a topic ID that does not resolve) is decoded
-// and checked by OnRequest, which also logs and answers refusals.
+// without a transactional id, or a Fetch, whose every topic the principal
+// may use goes to the broker unread, as bytes. A Produce to one topic takes
+// a look at its first bytes; one to several topics, the whole frame (when
+// it is at hand: up to 64 KiB), its records skipped. Anything else (a
+// transactional id, a refusal, a follower's fetch, a topic ID that does not
+// resolve, a large multi-topic Produce) is decoded and checked by
+// OnRequest, which also logs and answers refusals.
 //
 // A transactional batch without a transactional id needs no look here:
 // the broker refuses it whoever sends it, as this filter's own check does.
@@ -21,15 +22,34 @@ func (f *Filter) PassRequest(c *filter.Context, h filter.Header, body []byte, wh
 		if h.Version > handlers[wire.KeyProduce].maxVersion {
 			return false
 		}
-		p, ok := wire.SkimProduce(body, h.Version)
-		if !ok || p.Topics != 1 || p.Transactional {
-			return false
-		}
 		d := f.connDecisions(c, c.Principal())
-		if !f.allows(c, d, h.Version >= 13, p.Name, p.ID, opWrite) {
+		p, ok := wire.SkimProduce(body, h.Version)
+		if !ok || p.Transactional {
 			return false
 		}
-		countDecisions(c.VirtualCluster, 1, 0)
+		if p.Topics == 1 {
+			// The first bytes say it all: no need to have the records.
+			if !f.allows(c, d, h.Version >= 13, p.Name, p.ID, opWrite) {
+				return false
+			}
+			countDecisions(c.VirtualCluster, 1, 0)
+			return true
+		}
+		if !whole {
+			return false // several topics, some past the bytes at hand
+		}
+		allowed, refused := 0, false
+		if _, ok := wire.SkimProduceTopics(body, h.Version, func(name []byte, id [16]byte) bool {
+			if !f.allows(c, d, h.Version >= 13, name, id, opWrite) {
+				refused = true
+				return false
+			}
+			allowed++
+			return true
+		}); !ok || refused || allowed == 0 {
+			return false
+		}
+		countDecisions(c.VirtualCluster, allowed, 0)
 		return true
 	case wire.KeyFetch:
 		if !whole || h.Version > handlers[wire.KeyFetch].maxVersion {

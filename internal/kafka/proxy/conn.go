@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -65,19 +64,28 @@ type conn struct {
 	log    *slog.Logger
 	client net.Conn
 	up     net.Conn
-	cr     *bufio.Reader
-	uw     *bufio.Writer
-	ur     *bufio.Reader
-	cw     *bufio.Writer
+	cr     *connReader
+	uw     *connWriter
+	ur     *connReader
+	cw     *connWriter
 	fc     filter.Context
 
-	inflight  chan pending
-	done      chan struct{}      // closed by close
-	cancel    context.CancelFunc // cancels fc.Ctx; called by close
-	respDone  chan struct{}      // closed when respond returns
-	closeOnce sync.Once
-	closing   atomic.Bool
-	draining  atomic.Bool
+	inflight chan pending
+	// While nothing is queued the responder waits on the broker socket
+	// rather than on inflight, so that a request costs no wakeup of the
+	// responder: it wakes once, when the answer arrives (see awaitBroker).
+	// qmu orders that wait against enqueue and closePipeline.
+	qmu          sync.Mutex
+	respIdle     bool               // the responder waits on the broker with nothing queued
+	respArmed    bool               // enqueue armed the broker read deadline for the first entry
+	pipeClosed   bool               // closePipeline has run
+	pipelineOnly bool               // owned by respond: wait on inflight only (the broker socket failed while idle)
+	done         chan struct{}      // closed by close
+	cancel       context.CancelFunc // cancels fc.Ctx; called by close
+	respDone     chan struct{}      // closed when respond returns
+	closeOnce    sync.Once
+	closing      atomic.Bool
+	draining     atomic.Bool
 
 	encBuf  []byte // readRequests' encode buffer
 	respBuf []byte // respond's buffer for whole frames up to keepBuf
@@ -90,9 +98,8 @@ type conn struct {
 	// deadline is set (see frameStart).
 	frameDeadline time.Time
 	frameSize     int
-	frameFrom     int64   // client bytes read (in.n+spliced) before the frame's body
-	in            counter // counts the client bytes cr reads
-	spliced       int64   // client bytes relayed by splice, not through cr
+	frameFrom     int64 // client bytes read (cr.n+spliced) before the frame's body
+	spliced       int64 // client bytes relayed by splice, not through cr
 	// auth is the connection's authentication, when the virtual cluster
 	// terminates SASL; nil otherwise.
 	auth *authState
@@ -181,9 +188,10 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		log:      log.With("broker", addr),
 		client:   client,
 		up:       up,
-		uw:       bufio.NewWriterSize(up, writeBufSize),
-		ur:       bufio.NewReaderSize(up, readBufSize),
-		cw:       bufio.NewWriterSize(client, writeBufSize),
+		cr:       newConnReader(client, readBufSize),
+		uw:       newConnWriter(up),
+		ur:       newConnReader(up, readBufSize),
+		cw:       newConnWriter(client),
 		inflight: make(chan pending, v.opts.MaxInflight),
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
@@ -191,8 +199,6 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		upMech:   upMech,
 		upReauth: reauthAt(time.Now(), lifetime),
 	}
-	c.in.r = client
-	c.cr = bufio.NewReaderSize(&c.in, readBufSize)
 	if v.opts.SASL != nil {
 		c.auth = &authState{cfg: v.opts.SASL}
 	}
@@ -229,26 +235,26 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 			"received_bytes", stalled.got, "frame_bytes", stalled.size, "frame_read_timeout", stalled.limit,
 			"fix", "if clients send frames this large over links this slow, raise the virtual cluster's frame_read_timeout")
 		c.close()
-		close(c.inflight)
+		c.closePipeline()
 	case err == nil:
-		close(c.inflight)
+		c.closePipeline()
 	case errors.Is(err, errAuthFailed), errors.Is(err, errNotAuthed), errors.Is(err, errSessionExpiry):
 		// Logged already. The answers queued (the failure's included)
 		// go out; then the connection closes.
-		close(c.inflight)
+		c.closePipeline()
 	case errors.Is(err, errClientClosed):
 		c.close()
-		close(c.inflight)
+		c.closePipeline()
 	case errors.Is(err, errDrained):
 		c.log.Info("shutdown interrupted a request mid-frame; closing the connection")
 		c.close()
-		close(c.inflight)
+		c.closePipeline()
 	default:
 		if !c.closing.Load() {
 			c.log.Warn("closing connection", "err", err)
 		}
 		c.close()
-		close(c.inflight)
+		c.closePipeline()
 	}
 	<-c.respDone
 	c.log.Debug("connection closed")
@@ -481,6 +487,7 @@ func (c *conn) enqueue(p pending) error {
 	p.sent = time.Now()
 	select {
 	case c.inflight <- p:
+		c.wakeResponder(&p)
 		return nil
 	default:
 	}
@@ -491,10 +498,75 @@ func (c *conn) enqueue(p pending) error {
 	}
 	select {
 	case c.inflight <- p:
+		c.wakeResponder(&p)
 		return nil
 	case <-c.done:
 		return errConnClosed
 	}
+}
+
+// wakeResponder runs after p is queued. A responder waiting on the broker
+// socket with nothing queued needs no wakeup for a request the broker will
+// answer: the answer wakes it, and here its read deadline becomes the
+// request's timeout. An entry with no broker answer to wait for (a
+// filter's answer, a barrier) wakes it through the deadline, set in the
+// past.
+func (c *conn) wakeResponder(p *pending) {
+	c.qmu.Lock()
+	if c.respIdle {
+		c.respIdle = false
+		if p.local == nil && p.barrier == nil {
+			c.respArmed = true
+			c.up.SetReadDeadline(time.Now().Add(c.v.opts.Target.RequestTimeout))
+		} else {
+			c.up.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
+	c.qmu.Unlock()
+}
+
+// closePipeline tells the responder that no more requests come: it answers
+// those queued and returns.
+func (c *conn) closePipeline() {
+	close(c.inflight)
+	c.qmu.Lock()
+	c.pipeClosed = true
+	if c.respIdle {
+		c.respIdle = false
+		c.up.SetReadDeadline(time.Unix(1, 0))
+	}
+	c.qmu.Unlock()
+}
+
+// awaitBroker is the responder's wait while nothing is queued: on the
+// broker socket, until bytes arrive (the answer to a request queued
+// meanwhile), enqueue or closePipeline wakes it, or the socket fails. It
+// reports whether it waited, and whether enqueue armed the read deadline
+// for the entry now first in the queue. It does not wait when the caller
+// must stay off the broker socket, when something is queued or buffered,
+// or when the socket failed before: the next request finds that out, as
+// it would have had the responder waited on the pipeline.
+func (c *conn) awaitBroker() (waited, armed bool) {
+	if c.pipelineOnly || c.ur.Buffered() > 0 {
+		return false, false
+	}
+	c.qmu.Lock()
+	if len(c.inflight) > 0 || c.pipeClosed {
+		c.qmu.Unlock()
+		return false, false
+	}
+	c.respIdle = true
+	c.up.SetReadDeadline(time.Time{})
+	c.qmu.Unlock()
+	_, err := c.ur.Peek(1)
+	c.qmu.Lock()
+	c.respIdle = false
+	armed, c.respArmed = c.respArmed, false
+	c.qmu.Unlock()
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		c.pipelineOnly = true
+	}
+	return true, armed
 }
 
 // saslV0Rounds is how many raw token exchanges follow a successful
@@ -642,7 +714,7 @@ func (c *conn) frameStart(size int) {
 		return
 	}
 	c.frameSize = size
-	c.frameFrom = c.in.n + c.spliced - int64(c.cr.Buffered())
+	c.frameFrom = c.cr.n + c.spliced - int64(c.cr.Buffered())
 	c.frameDeadline = time.Now().Add(c.v.opts.FrameReadTimeout)
 	c.client.SetReadDeadline(c.frameDeadline)
 	if c.draining.Load() {
@@ -667,18 +739,6 @@ func (e *frameTimeoutError) Error() string {
 	return fmt.Sprintf("client sent %d of the %d bytes of a frame within frame_read_timeout (%s)", e.got, e.size, e.limit)
 }
 
-// counter counts the bytes read through it.
-type counter struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counter) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += int64(n)
-	return n, err
-}
-
 // idledOut reports whether a read deadline error is the idle timeout.
 func (c *conn) idledOut() bool {
 	return !c.idleDeadline.IsZero() && !time.Now().Before(c.idleDeadline)
@@ -700,7 +760,7 @@ func (c *conn) relayErr(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) && c.frameTimedOut() {
 		c.v.m.err(errFrameTimeout)
 		return &frameTimeoutError{
-			got:   min(c.in.n+c.spliced-c.frameFrom, int64(c.frameSize)),
+			got:   min(c.cr.n+c.spliced-c.frameFrom, int64(c.frameSize)),
 			size:  int64(c.frameSize),
 			limit: c.v.opts.FrameReadTimeout,
 		}
@@ -787,6 +847,12 @@ func (c *conn) skimRequest(h wire.RequestHeader, size int, m filter.Mask) (bool,
 // whether a response is expected.
 func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *pending) (bool, error) {
 	v := c.v
+	// h.ClientID aliases the read buffer, which goes back to a pool once
+	// the frame is read out of it.
+	if !h.ClientIDNull {
+		s := string(h.ClientID)
+		p.hdr.ClientID = &s
+	}
 	// A fresh buffer: the decoded request may alias it and lives on in p
 	// until its response, while this goroutine reads the next frame.
 	frame, err := readFrame(c.cr, size)
@@ -804,10 +870,6 @@ func (c *conn) filterRequest(h wire.RequestHeader, size int, m filter.Mask, p *p
 	} else {
 		// Only ApiVersions gets here (KIP-511): its body cannot be read.
 		body = &kmsg.ApiVersionsRequest{Version: h.Version}
-	}
-	if !h.ClientIDNull {
-		s := string(h.ClientID)
-		p.hdr.ClientID = &s
 	}
 	req := filter.Request{Header: p.hdr, Body: body}
 	at, err := v.chain.OnRequest(&c.fc, m, &req)
@@ -923,6 +985,9 @@ func encodeResponse(dst []byte, corr int32, key int16, resp kmsg.Response) []byt
 func (c *conn) respond() {
 	defer close(c.respDone)
 	defer c.close()
+	// armed: enqueue set the broker read deadline for the next entry.
+	// hold: the reader owns the broker socket until it queues again.
+	var armed, hold bool
 	for {
 		var p pending
 		var ok bool
@@ -937,10 +1002,17 @@ func (c *conn) respond() {
 					return
 				}
 			}
+			if !hold {
+				if waited, a := c.awaitBroker(); waited {
+					armed = armed || a
+					continue
+				}
+			}
 			p, ok = <-c.inflight
 			// The wait may have outlasted the deadline armed above.
 			c.armClientWrite()
 		}
+		hold = false
 		if !ok {
 			if err := c.cw.Flush(); err != nil {
 				c.clientWriteErr(err)
@@ -948,7 +1020,10 @@ func (c *conn) respond() {
 			return
 		}
 		if p.barrier != nil {
+			// The reader may use the broker socket itself now
+			// (authenticateBroker): keep off it until the next entry.
 			close(p.barrier)
+			hold = true
 			continue
 		}
 		if p.local != nil {
@@ -959,7 +1034,9 @@ func (c *conn) respond() {
 			c.v.m.key(p.hdr.Key).responses.Inc()
 			continue
 		}
-		if err := c.relayResponse(&p); err != nil {
+		err := c.relayResponse(&p, armed)
+		armed = false
+		if err != nil {
 			if !errors.Is(err, errClientGone) && !c.closing.Load() {
 				c.log.Warn("closing connection", "err", err)
 			}
@@ -986,7 +1063,9 @@ func (c *conn) clientWriteErr(err error) error {
 	return errClientGone
 }
 
-func (c *conn) relayResponse(p *pending) error {
+// relayResponse relays the broker's answer to p. armed: the broker read
+// deadline is already set for it (wakeResponder).
+func (c *conn) relayResponse(p *pending, armed bool) error {
 	v := c.v
 	want := 8 // size and correlation id
 	switch {
@@ -1000,7 +1079,9 @@ func (c *conn) relayResponse(p *pending) error {
 			return c.clientWriteErr(err)
 		}
 	}
-	c.up.SetReadDeadline(time.Now().Add(v.opts.Target.RequestTimeout))
+	if !armed {
+		c.up.SetReadDeadline(time.Now().Add(v.opts.Target.RequestTimeout))
+	}
 	hb, err := c.ur.Peek(want)
 	if err != nil {
 		switch {
@@ -1175,7 +1256,7 @@ var spliceMin = 128 << 10
 // relayBody moves n bytes of a frame body from r, buffered over src, to w,
 // buffered over dst. Large bodies between plain TCP sockets go by splice;
 // it returns how many bytes went that way, read from src past r.
-func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n int) (int64, error) {
+func relayBody(w *connWriter, dst net.Conn, r *connReader, src net.Conn, n int) (int64, error) {
 	if n >= spliceMin {
 		dt, ok1 := dst.(*net.TCPConn)
 		st, ok2 := src.(*net.TCPConn)
@@ -1196,7 +1277,7 @@ func relayBody(w *bufio.Writer, dst net.Conn, r *bufio.Reader, src net.Conn, n i
 }
 
 // copyN moves n bytes from r to w through r's buffer, without allocating.
-func copyN(w *bufio.Writer, r *bufio.Reader, n int) error {
+func copyN(w *connWriter, r *connReader, n int) error {
 	for n > 0 {
 		if r.Buffered() == 0 {
 			if _, err := r.Peek(1); err != nil {

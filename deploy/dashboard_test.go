@@ -24,6 +24,7 @@ import (
 	"github.com/straitgw/strait/internal/kafka/filters/authz"
 	"github.com/straitgw/strait/internal/kafka/filters/encryption"
 	"github.com/straitgw/strait/internal/kafka/filters/validation"
+	"github.com/straitgw/strait/internal/kafka/passthrough"
 	"github.com/straitgw/strait/internal/kms"
 	llmgw "github.com/straitgw/strait/internal/llm/gateway"
 	"github.com/straitgw/strait/internal/telemetry"
@@ -133,14 +134,16 @@ func describe(fams map[string]*family, c prometheus.Collector, from string) {
 // every metric in it: the process registry (Go and process collectors,
 // suppressed log lines), the Kafka proxy's metrics, the LLM gateway's, the
 // collectors of the filters that keep metrics (their types' own Describe),
-// the KMS call counter; and what a running `strait run` exposes on
-// /metrics (the reload metrics live in the command itself).
+// the KMS call counter, the TLS passthrough listeners'; and what a running
+// `strait run` exposes on /metrics (the reload metrics live in the command
+// itself).
 func registeredMetrics(t *testing.T) map[string]*family {
 	t.Helper()
 	fams := map[string]*family{}
 	reg := telemetry.NewRegistry()
 	rec := &recorder{reg: reg}
 	telemetry.NewKafkaMetrics(rec)
+	passthrough.NewMetrics(rec)
 	llmgw.NewMetrics(rec)
 	for _, c := range []prometheus.Collector{(*authz.Filter)(nil), (*validation.Filter)(nil), (*encryption.Filter)(nil), kms.Calls} {
 		var dup prometheus.AlreadyRegisteredError

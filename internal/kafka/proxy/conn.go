@@ -57,8 +57,8 @@ type pending struct {
 // conn relays one client connection to one broker connection. Two
 // goroutines own it: readRequests (client → broker) and respond
 // (broker → client). pending entries pass from the first to the second
-// through a bounded channel, which is what keeps responses in request order
-// and bounds how much a slow peer makes the gateway hold.
+// through a bounded queue (pipeline), which is what keeps responses in
+// request order and bounds how much a slow peer makes the gateway hold.
 type conn struct {
 	v      *VirtualCluster
 	log    *slog.Logger
@@ -70,7 +70,7 @@ type conn struct {
 	cw     *connWriter
 	fc     filter.Context
 
-	inflight chan pending
+	inflight *pipeline
 	// While nothing is queued the responder waits on the broker socket
 	// rather than on inflight, so that a request costs no wakeup of the
 	// responder: it wakes once, when the answer arrives (see awaitBroker).
@@ -192,7 +192,7 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		uw:       newConnWriter(up),
 		ur:       newConnReader(up, readBufSize),
 		cw:       newConnWriter(client),
-		inflight: make(chan pending, v.opts.MaxInflight),
+		inflight: newPipeline(v.opts.MaxInflight),
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
 		upAddr:   addr,
@@ -485,24 +485,20 @@ func (c *conn) readRequests() error {
 // enqueue hands p to the responder, in request order.
 func (c *conn) enqueue(p pending) error {
 	p.sent = time.Now()
-	select {
-	case c.inflight <- p:
+	if c.inflight.tryPush(&p) {
 		c.wakeResponder(&p)
 		return nil
-	default:
 	}
 	// The pipeline is full: the broker must see what is buffered before
 	// the responder can free a slot.
 	if err := c.uw.Flush(); err != nil {
 		return c.upstreamWriteErr(err)
 	}
-	select {
-	case c.inflight <- p:
-		c.wakeResponder(&p)
-		return nil
-	case <-c.done:
+	if !c.inflight.push(&p, c.done) {
 		return errConnClosed
 	}
+	c.wakeResponder(&p)
+	return nil
 }
 
 // wakeResponder runs after p is queued. A responder waiting on the broker
@@ -528,7 +524,7 @@ func (c *conn) wakeResponder(p *pending) {
 // closePipeline tells the responder that no more requests come: it answers
 // those queued and returns.
 func (c *conn) closePipeline() {
-	close(c.inflight)
+	c.inflight.close()
 	c.qmu.Lock()
 	c.pipeClosed = true
 	if c.respIdle {
@@ -551,7 +547,7 @@ func (c *conn) awaitBroker() (waited, armed bool) {
 		return false, false
 	}
 	c.qmu.Lock()
-	if len(c.inflight) > 0 || c.pipeClosed {
+	if c.inflight.len() > 0 || c.pipeClosed {
 		c.qmu.Unlock()
 		return false, false
 	}
@@ -992,9 +988,8 @@ func (c *conn) respond() {
 		var p pending
 		var ok bool
 		c.armClientWrite()
-		select {
-		case p, ok = <-c.inflight:
-		default:
+		var closed bool
+		if p, ok, closed = c.inflight.tryPop(); !ok && !closed {
 			// Nothing queued: flush before waiting.
 			if c.cw.Buffered() > 0 {
 				if err := c.cw.Flush(); err != nil {
@@ -1008,7 +1003,7 @@ func (c *conn) respond() {
 					continue
 				}
 			}
-			p, ok = <-c.inflight
+			p, ok = c.inflight.pop()
 			// The wait may have outlasted the deadline armed above.
 			c.armClientWrite()
 		}

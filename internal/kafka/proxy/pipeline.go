@@ -1,0 +1,141 @@
+package proxy
+
+import "sync"
+
+// pipeline is a connection's queue of requests awaiting their answers, in
+// the order sent: readRequests pushes, respond pops. It is bounded by
+// max_inflight, which is what keeps a slow peer from making the gateway
+// hold more, but its ring grows only as far as requests are actually in
+// flight at once: a channel of max_inflight entries would reserve about
+// 36 KiB per connection (256 of them), idle or not.
+type pipeline struct {
+	mu     sync.Mutex
+	ring   []pending
+	head   int
+	n      int
+	max    int
+	closed bool
+	// A side that must wait says so, and the other side's next pop or
+	// push leaves one token in the matching channel (capacity 1).
+	popWaiting, pushWaiting bool
+	popReady, pushReady     chan struct{}
+}
+
+// keepRing is the largest ring an emptied pipeline keeps.
+const keepRing = 32
+
+func newPipeline(max int) *pipeline {
+	return &pipeline{max: max, popReady: make(chan struct{}, 1), pushReady: make(chan struct{}, 1)}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// len is how many entries are queued.
+func (q *pipeline) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+// tryPush queues p unless the pipeline is full.
+func (q *pipeline) tryPush(p *pending) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n >= q.max {
+		return false
+	}
+	if q.n == len(q.ring) {
+		ring := make([]pending, min(q.max, max(4, 2*len(q.ring))))
+		for i := range q.n {
+			ring[i] = q.ring[(q.head+i)%len(q.ring)]
+		}
+		q.ring, q.head = ring, 0
+	}
+	q.ring[(q.head+q.n)%len(q.ring)] = *p
+	q.n++
+	if q.popWaiting {
+		q.popWaiting = false
+		signal(q.popReady)
+	}
+	return true
+}
+
+// push queues p, waiting for room until done is closed (false).
+func (q *pipeline) push(p *pending, done <-chan struct{}) bool {
+	for {
+		if q.tryPush(p) {
+			return true
+		}
+		q.mu.Lock()
+		full := q.n >= q.max
+		q.pushWaiting = full
+		q.mu.Unlock()
+		if !full {
+			continue
+		}
+		select {
+		case <-q.pushReady:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// tryPop takes the oldest entry. ok is false when there is none; closed
+// is then set if none will come.
+func (q *pipeline) tryPop() (p pending, ok, closed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		if len(q.ring) > keepRing {
+			q.ring, q.head = nil, 0
+		}
+		return pending{}, false, q.closed
+	}
+	p = q.ring[q.head]
+	q.ring[q.head] = pending{} // let go of what it references
+	q.head = (q.head + 1) % len(q.ring)
+	q.n--
+	if q.pushWaiting {
+		q.pushWaiting = false
+		signal(q.pushReady)
+	}
+	return p, true, false
+}
+
+// pop takes the oldest entry, waiting for one; false once the pipeline is
+// closed and empty.
+func (q *pipeline) pop() (pending, bool) {
+	for {
+		p, ok, closed := q.tryPop()
+		if ok {
+			return p, true
+		}
+		if closed {
+			return pending{}, false
+		}
+		q.mu.Lock()
+		wait := q.n == 0 && !q.closed
+		q.popWaiting = wait
+		q.mu.Unlock()
+		if wait {
+			<-q.popReady
+		}
+	}
+}
+
+// close says no more entries come; those queued are still popped.
+func (q *pipeline) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	if q.popWaiting {
+		q.popWaiting = false
+		signal(q.popReady)
+	}
+}

@@ -230,10 +230,10 @@ type connWriter struct {
 	rawBuf  []byte
 	rawDone int
 	rawErr  error
-	bp   *[]byte
-	buf  []byte
-	n    int
-	err  error
+	bp      *[]byte
+	buf     []byte
+	n       int
+	err     error
 }
 
 func newConnWriter(c net.Conn) *connWriter {

@@ -135,6 +135,17 @@ func TestBenchKafkaBadInputIsOneLine(t *testing.T) {
 	}
 }
 
+// onlyStalled reports whether every problem of a run is a rate that fell
+// behind, which a stalled shared machine causes.
+func onlyStalled(problems []string) bool {
+	for _, p := range problems {
+		if !strings.Contains(p, "did not keep up") {
+			return false
+		}
+	}
+	return true
+}
+
 // TestBenchLayers runs the layer table, plaintext and with SASL over TLS:
 // the broker and one gateway per setup as subprocesses. The plaintext run
 // adds a setup that sends Avro reference records instead of the run's
@@ -158,6 +169,16 @@ func TestBenchLayers(t *testing.T) {
 			stdout, stderr, code := runStrait(t, 3*time.Minute, args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+			}
+			// A run the harness finds invalid only because the machine
+			// stalled (consumers behind for a moment of a 2 s window on a
+			// shared machine) says nothing of the harness: run it once
+			// more. Any other problem fails at once.
+			if d, p := readBenchJSON(t, filepath.Join(out, "direct.json")), readBenchJSON(t, filepath.Join(out, "passthrough.json")); onlyStalled(d.Problems) && onlyStalled(p.Problems) && (!d.Valid || !p.Valid) {
+				t.Logf("the machine stalled the run (%v, %v); running it again", d.Problems, p.Problems)
+				if stdout, stderr, code = runStrait(t, 3*time.Minute, args...); code != 0 {
+					t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+				}
 			}
 			if security == "plaintext" {
 				checkAvroLayer(t, stdout, out)

@@ -65,8 +65,8 @@ func TestSNIRoutingKcat(t *testing.T) {
 	port := testkit.PortBlock(t, 1)
 	vc, err := proxy.New(proxy.Options{
 		Name: "interop-sni", Listen: fmt.Sprintf("127.0.0.1:%d", port),
-		TLS: &tls.Config{Certificates: []tls.Certificate{ca.IssueServer(t, sniDomain, "*."+sniDomain)}, MinVersion: tls.VersionTLS12, SessionTicketsDisabled: true},
-		SNI: &proxy.SNIRouting{BootstrapHost: sniDomain, BrokerHost: "broker-$(node)." + sniDomain},
+		TLS:    &tls.Config{Certificates: []tls.Certificate{ca.IssueServer(t, sniDomain, "*."+sniDomain)}, MinVersion: tls.VersionTLS12, SessionTicketsDisabled: true},
+		SNI:    &proxy.SNIRouting{BootstrapHost: sniDomain, BrokerHost: "broker-$(node)." + sniDomain},
 		Target: proxy.Target{Bootstrap: b.ListenAddrs()},
 		Log:    slog.New(slog.NewTextHandler(logs, nil)), Metrics: telemetry.NewKafkaMetrics(reg),
 	})

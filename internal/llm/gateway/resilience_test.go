@@ -461,7 +461,6 @@ func TestAllEjected(t *testing.T) {
 	}
 }
 
-
 // A target's own api_key is sent instead of its provider's, and is
 // masked like a provider key when the provider quotes it.
 func TestTargetCredentials(t *testing.T) {

@@ -125,101 +125,15 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 	v.m.connsTotal.Inc()
 	v.m.connsOpen.Inc()
 	defer v.m.connsOpen.Dec()
-	log := v.log.With("client", raw.RemoteAddr().String())
-	if node != bootstrapNode {
-		log = log.With("node", node)
-	}
-	client := raw
-	if v.opts.TLS != nil {
-		tc := tls.Server(raw, v.opts.TLS)
-		raw.SetDeadline(time.Now().Add(handshakeTimeout))
-		if err := tc.Handshake(); err != nil {
-			raw.Close()
-			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-				log.Debug("client went away during the TLS handshake", "err", err)
-				return
-			}
-			v.m.err(errTLSHandshake)
-			log.Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
-			return
-		}
-		raw.SetDeadline(time.Time{})
-		client = tc
-		if v.opts.SNI != nil {
-			n, err := v.sniNode(tc)
-			if err != nil {
-				v.refuse(tc, raw.RemoteAddr(), refusedSNI, err)
-				return
-			}
-			if node = n; node != bootstrapNode {
-				log = log.With("node", node)
-			}
-		}
-	}
-	principal, err := v.certPrincipal(client)
-	if err != nil {
-		v.m.err(errTLSHandshake)
-		log.Warn("refusing the client: it has no client certificate the principal mapping rules can name", "err", err)
-		client.Close()
+	// The setup and the end of a connection are functions of their own
+	// so that their frames are not on the stack while the connection
+	// waits: the goroutine of an idle connection then fits the smallest
+	// stack the runtime shrinks it to.
+	c := v.open(raw, node)
+	if c == nil {
 		return
 	}
-	// The broker connection authenticates as the gateway, or as the
-	// principal's own upstream identity. A SASL principal is known only
-	// once the client has authenticated: until then the broker connection
-	// stays unauthenticated, which carries ApiVersions and nothing else.
-	var upMech kafkasasl.Mechanism
-	if v.opts.UpstreamIdentity == nil || v.opts.SASL == nil {
-		if upMech, err = v.upstreamMechanism(principal); err != nil {
-			log.Warn("refusing the client: "+err.Error(), "principal", principal,
-				"fix", "give the principal credentials under upstream_identity.principals, or set upstream_identity.unmapped: gateway")
-			client.Close()
-			return
-		}
-	}
-	up, addr, lifetime, err := v.dialUpstream(node, upMech)
-	if err != nil {
-		v.m.err(errUpstreamConnect)
-		log.Warn("cannot reach the broker; closing the client connection", "err", err)
-		client.Close()
-		return
-	}
-	c := &conn{
-		v:        v,
-		log:      log.With("broker", addr),
-		client:   client,
-		up:       up,
-		cr:       newConnReader(client, readBufSize),
-		uw:       newConnWriter(up),
-		ur:       newConnReader(up, readBufSize),
-		cw:       newConnWriter(client),
-		inflight: newPipeline(v.opts.MaxInflight),
-		done:     make(chan struct{}),
-		respDone: make(chan struct{}),
-		upAddr:   addr,
-		upMech:   upMech,
-		upReauth: reauthAt(time.Now(), lifetime),
-	}
-	if v.opts.SASL != nil {
-		c.auth = &authState{cfg: v.opts.SASL}
-	}
-	// Cancelled when the connection is torn down, so a filter waiting on a
-	// request of its own stops then, not when that request gives up.
-	ctx, cancel := context.WithCancel(v.ctx)
-	defer cancel()
-	c.cancel = cancel
-	c.fc = filter.Context{
-		Ctx:            ctx,
-		VirtualCluster: v.opts.Name,
-		ClientAddr:     raw.RemoteAddr(),
-		Log:            c.log,
-		Upstream:       v,
-		Topics:         v,
-	}
-	if principal != "" {
-		c.fc.SetPrincipal(principal)
-		c.log = c.log.With("principal", principal)
-		c.fc.Log = c.log
-	}
+	defer c.cancel()
 	if !v.track(c) {
 		c.close()
 		return
@@ -227,7 +141,15 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 	defer v.untrack(c)
 	c.log.Debug("connection open")
 	go c.respond()
-	err = c.readRequests()
+	c.finish(c.readRequests())
+	<-c.respDone
+	c.log.Debug("connection closed")
+}
+
+// finish ends the request side after readRequests returned err: it logs
+// why, and closes the pipeline so the responder sends what is due and
+// returns.
+func (c *conn) finish(err error) {
 	var stalled *frameTimeoutError
 	switch {
 	case errors.As(err, &stalled):
@@ -256,8 +178,107 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		c.close()
 		c.closePipeline()
 	}
-	<-c.respDone
-	c.log.Debug("connection closed")
+}
+
+// open sets up the relay of an accepted client connection: TLS, the
+// principal, the broker connection. It returns nil, having closed the
+// client connection, if any of that fails.
+func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
+	log := v.log.With("client", raw.RemoteAddr().String())
+	if node != bootstrapNode {
+		log = log.With("node", node)
+	}
+	client := raw
+	if v.opts.TLS != nil {
+		tc := tls.Server(raw, v.opts.TLS)
+		raw.SetDeadline(time.Now().Add(handshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			raw.Close()
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				log.Debug("client went away during the TLS handshake", "err", err)
+				return nil
+			}
+			v.m.err(errTLSHandshake)
+			log.Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
+			return nil
+		}
+		raw.SetDeadline(time.Time{})
+		client = tc
+		if v.opts.SNI != nil {
+			n, err := v.sniNode(tc)
+			if err != nil {
+				v.refuse(tc, raw.RemoteAddr(), refusedSNI, err)
+				return nil
+			}
+			if node = n; node != bootstrapNode {
+				log = log.With("node", node)
+			}
+		}
+	}
+	principal, err := v.certPrincipal(client)
+	if err != nil {
+		v.m.err(errTLSHandshake)
+		log.Warn("refusing the client: it has no client certificate the principal mapping rules can name", "err", err)
+		client.Close()
+		return nil
+	}
+	// The broker connection authenticates as the gateway, or as the
+	// principal's own upstream identity. A SASL principal is known only
+	// once the client has authenticated: until then the broker connection
+	// stays unauthenticated, which carries ApiVersions and nothing else.
+	var upMech kafkasasl.Mechanism
+	if v.opts.UpstreamIdentity == nil || v.opts.SASL == nil {
+		if upMech, err = v.upstreamMechanism(principal); err != nil {
+			log.Warn("refusing the client: "+err.Error(), "principal", principal,
+				"fix", "give the principal credentials under upstream_identity.principals, or set upstream_identity.unmapped: gateway")
+			client.Close()
+			return nil
+		}
+	}
+	up, addr, lifetime, err := v.dialUpstream(node, upMech)
+	if err != nil {
+		v.m.err(errUpstreamConnect)
+		log.Warn("cannot reach the broker; closing the client connection", "err", err)
+		client.Close()
+		return nil
+	}
+	c := &conn{
+		v:        v,
+		log:      log.With("broker", addr),
+		client:   client,
+		up:       up,
+		cr:       newConnReader(client, readBufSize),
+		uw:       newConnWriter(up),
+		ur:       newConnReader(up, readBufSize),
+		cw:       newConnWriter(client),
+		inflight: newPipeline(v.opts.MaxInflight),
+		done:     make(chan struct{}),
+		respDone: make(chan struct{}),
+		upAddr:   addr,
+		upMech:   upMech,
+		upReauth: reauthAt(time.Now(), lifetime),
+	}
+	if v.opts.SASL != nil {
+		c.auth = &authState{cfg: v.opts.SASL}
+	}
+	// Cancelled when the connection is torn down, so a filter waiting on a
+	// request of its own stops then, not when that request gives up.
+	ctx, cancel := context.WithCancel(v.ctx)
+	c.cancel = cancel
+	c.fc = filter.Context{
+		Ctx:            ctx,
+		VirtualCluster: v.opts.Name,
+		ClientAddr:     raw.RemoteAddr(),
+		Log:            c.log,
+		Upstream:       v,
+		Topics:         v,
+	}
+	if principal != "" {
+		c.fc.SetPrincipal(principal)
+		c.log = c.log.With("principal", principal)
+		c.fc.Log = c.log
+	}
+	return c
 }
 
 // dialUpstream connects to the broker a client port stands for, and

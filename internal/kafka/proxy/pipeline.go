@@ -13,6 +13,7 @@ type pipeline struct {
 	ring   []pending
 	head   int
 	n      int
+	peak   int // the most queued at once since the pipeline last emptied
 	max    int
 	closed bool
 	// A side that must wait says so, and the other side's next pop or
@@ -21,7 +22,10 @@ type pipeline struct {
 	popReady, pushReady     chan struct{}
 }
 
-// keepRing is the largest ring an emptied pipeline keeps.
+// keepRing is the largest ring an emptied pipeline always keeps. A larger
+// one goes when the pipeline empties after using a quarter of it at most,
+// so a connection that pipelined deeply once does not keep the memory,
+// while one that does so steadily does not reallocate each time.
 const keepRing = 32
 
 func newPipeline(max int) *pipeline {
@@ -58,6 +62,7 @@ func (q *pipeline) tryPush(p *pending) bool {
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = *p
 	q.n++
+	q.peak = max(q.peak, q.n)
 	if q.popWaiting {
 		q.popWaiting = false
 		signal(q.popReady)
@@ -92,9 +97,10 @@ func (q *pipeline) tryPop() (p pending, ok, closed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == 0 {
-		if len(q.ring) > keepRing {
+		if len(q.ring) > keepRing && q.peak <= len(q.ring)/4 {
 			q.ring, q.head = nil, 0
 		}
+		q.peak = 0
 		return pending{}, false, q.closed
 	}
 	p = q.ring[q.head]

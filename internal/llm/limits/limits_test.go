@@ -2,10 +2,14 @@ package limits_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/limits/redistest"
@@ -130,4 +134,101 @@ func TestRedisDown(t *testing.T) {
 	if _, err := s.Admit(context.Background(), "k", l, 0, 0, time.Now()); err == nil {
 		t.Error("Admit with Redis stopped: no error")
 	}
+}
+
+// A large per-minute limit is leased in blocks: two instances together
+// still never admit past it (and lose at most a block each), while Redis
+// sees one script call per block, not per request; a small limit stays
+// exact, request by request.
+func TestLeasedLimits(t *testing.T) {
+	srv := redistest.Start(t)
+	open := func() *limits.Redis {
+		s, err := limits.NewRedis(limits.RedisOptions{URL: srv.URL(), Prefix: "lease:", Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 10, 0, time.UTC)
+	calls := func() int64 { return scriptCalls(t, srv.URL()) }
+	l := limits.Limits{RPM: 4000, TPM: 40_000_000}
+	before := calls()
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 4 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			for range 1250 {
+				adm, err := s.Admit(ctx, "big", l, 100, 0, now)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if adm.OK {
+					ok.Add(1)
+				} else if adm.Limit != limits.LimitRPM {
+					t.Errorf("refusal %+v, want rpm", adm)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := ok.Load(); n > 4000 || n < 4000-2*4 {
+		t.Errorf("%d admitted under rpm 4000 from two instances, want 3992-4000", n)
+	}
+	// A block per 4 admissions, and one refusal per instance (then the
+	// rest of the minute is refused without asking).
+	if n := calls() - before; n > 4000/4+10 {
+		t.Errorf("%d script calls for %d admissions and %d refusals: want about one per block of 4", n, ok.Load(), 5000-ok.Load())
+	}
+	u, err := a.Usage(ctx, "big", l, now)
+	if err != nil || u.Requests > 4000 || u.Tokens > l.TPM {
+		t.Errorf("usage %+v, %v: over the limits", u, err)
+	}
+
+	// Small limits: one call per request, exact.
+	before = calls()
+	small := limits.Limits{RPM: 50}
+	admitted := 0
+	for range 60 {
+		if adm, err := b.Admit(ctx, "small", small, 0, 0, now); err == nil && adm.OK {
+			admitted++
+		}
+	}
+	// (The first call of a script may count twice: EVALSHA, then EVAL.)
+	if n := calls() - before; admitted != 50 || n < 60 || n > 61 {
+		t.Errorf("rpm 50: %d admitted with %d script calls, want 50 with one per request", admitted, n)
+	}
+}
+
+// scriptCalls is how many scripts the Redis server has run.
+func scriptCalls(t *testing.T, url string) int64 {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				var calls int64
+				fmt.Sscanf(rest, "calls=%d", &calls)
+				n += calls
+			}
+		}
+	}
+	return n
 }

@@ -19,6 +19,23 @@ import (
 type Redis struct {
 	c      *redis.Client
 	prefix string
+
+	// leases are the blocks of requests and tokens this instance took
+	// from large per-minute limits (see leaseBlock), by key.
+	mu     sync.Mutex
+	leases map[string]*lease
+}
+
+// lease is a block of a key's per-minute counters taken from Redis at
+// once, admitted from locally until spent or the minute ends.
+type lease struct {
+	minute       int64
+	reqs, tokens int64 // left
+	rpm, tpm     int64 // the limits it was taken under
+	// full: Redis refused rpm this minute. Requests only count up within
+	// a minute, so every request of it would be refused too: they are,
+	// here, without a round trip.
+	full bool
 }
 
 // RedisOptions configure a Redis store.
@@ -53,7 +70,7 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	// go-redis logs connection failures itself, to stderr; the gateway
 	// logs and counts them in its own words.
 	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
-	return &Redis{c: redis.NewClient(opt), prefix: o.Prefix}, nil
+	return &Redis{c: redis.NewClient(opt), prefix: o.Prefix, leases: map[string]*lease{}}, nil
 }
 
 var quietOnce sync.Once
@@ -97,8 +114,116 @@ end
 return 0
 `)
 
+// leaseDiv sizes leases: a block is a thousandth of a per-minute limit,
+// so that every instance together strands at most that much of a minute's
+// allowance in blocks it does not use; minLeaseRPM is the smallest rpm
+// worth leasing (a block of 2). Smaller limits, and every key with a
+// budget, are counted in Redis request by request, exactly.
+const (
+	leaseDiv    = 1000
+	minLeaseRPM = 2 * leaseDiv
+)
+
+// leaseBlock reports the block sizes to lease for l, or ok false when l is
+// counted request by request.
+func leaseBlock(l Limits) (reqs, tokens int64, ok bool) {
+	if l.Budget > 0 || l.RPM > 0 && l.RPM < minLeaseRPM || l.RPM == 0 && l.TPM < minLeaseRPM*leaseDiv {
+		return 0, 0, false
+	}
+	return l.RPM / leaseDiv, l.TPM / leaseDiv, true
+}
+
+// leaseScript takes a block of up to ARGV[3] requests and ARGV[4] tokens
+// (at least one request and ARGV[5] tokens, the request's own) from this
+// minute's counters, never past a limit. It returns {0, requests, tokens}
+// granted, or {1} (rpm) or {2} (tpm) when even the request's own share is
+// not left.
+var leaseScript = redis.NewScript(`
+local rpm, tpm = tonumber(ARGV[1]), tonumber(ARGV[2])
+local wr, wt, need = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local gr, gt = 0, 0
+if rpm > 0 then
+  local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if cur + 1 > rpm then return {1} end
+  gr = math.min(math.max(wr, 1), rpm - cur)
+end
+if tpm > 0 then
+  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if cur + need > tpm then return {2} end
+  gt = math.min(math.max(wt, need), tpm - cur)
+end
+if gr > 0 then redis.call('INCRBY', KEYS[1], gr); redis.call('PEXPIRE', KEYS[1], ARGV[6]) end
+if gt > 0 then redis.call('INCRBY', KEYS[2], gt); redis.call('PEXPIRE', KEYS[2], ARGV[6]) end
+return {0, gr, gt}
+`)
+
+// admitLeased admits a request of a large per-minute limit from this
+// instance's block, taking a new block from Redis (one round trip for
+// many requests) when the block is spent or from another minute. A block
+// is counted in Redis when taken, so instances together never admit past
+// a limit; what a block leaves unused at the minute's end is allowance
+// lost (a thousandth of the limit per instance, at most).
+func (r *Redis) admitLeased(ctx context.Context, key string, l Limits, tokens int64, now time.Time, wantR, wantT int64) (Admission, error) {
+	minute, start, _ := windows(l.Period, now)
+	a := Admission{Minute: minute, Start: start.Unix()}
+	r.mu.Lock()
+	le := r.leases[key]
+	current := le != nil && le.minute == minute && le.rpm == l.RPM && le.tpm == l.TPM
+	if current && le.full {
+		r.mu.Unlock()
+		a.Limit, a.RetryAfter = LimitRPM, untilNextMinute(now)
+		return a, nil
+	}
+	if current && (l.RPM == 0 || le.reqs >= 1) && (l.TPM == 0 || le.tokens >= tokens) {
+		le.reqs--
+		le.tokens -= tokens
+		r.mu.Unlock()
+		a.OK = true
+		return a, nil
+	}
+	r.mu.Unlock()
+	ks := r.keys(key, minute, a.Start)
+	ttl := time.Unix((minute+2)*60, 0).Sub(now).Milliseconds()
+	res, err := leaseScript.Run(ctx, r.c, ks[:2], l.RPM, l.TPM, wantR, wantT, tokens, ttl).Int64Slice()
+	if err != nil {
+		return a, fmt.Errorf("redis: %w", err)
+	}
+	fresh := func() *lease {
+		le := r.leases[key]
+		if le == nil || le.minute != minute || le.rpm != l.RPM || le.tpm != l.TPM {
+			le = &lease{minute: minute, rpm: l.RPM, tpm: l.TPM}
+			r.leases[key] = le
+		}
+		return le
+	}
+	switch {
+	case len(res) == 3 && res[0] == 0:
+		// Added to what a concurrent request leased meanwhile, so that
+		// neither block is lost.
+		r.mu.Lock()
+		le := fresh()
+		le.reqs += res[1] - 1
+		le.tokens += res[2] - tokens
+		r.mu.Unlock()
+		a.OK = true
+	case len(res) == 1 && res[0] == 1:
+		r.mu.Lock()
+		fresh().full = true
+		r.mu.Unlock()
+		a.Limit, a.RetryAfter = LimitRPM, untilNextMinute(now)
+	case len(res) == 1 && res[0] == 2:
+		a.Limit, a.RetryAfter = LimitTPM, untilNextMinute(now)
+	default:
+		return a, fmt.Errorf("redis: the lease script answered %v", res)
+	}
+	return a, nil
+}
+
 // Admit implements Store.
 func (r *Redis) Admit(ctx context.Context, key string, l Limits, tokens, cost int64, now time.Time) (Admission, error) {
+	if wantR, wantT, ok := leaseBlock(l); ok {
+		return r.admitLeased(ctx, key, l, tokens, now, wantR, wantT)
+	}
 	minute, start, end := windows(l.Period, now)
 	a := Admission{Minute: minute, Start: start.Unix()}
 	ks := r.keys(key, minute, a.Start)

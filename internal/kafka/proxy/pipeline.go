@@ -9,13 +9,14 @@ import "sync"
 // flight at once: a channel of max_inflight entries would reserve about
 // 36 KiB per connection (256 of them), idle or not.
 type pipeline struct {
-	mu     sync.Mutex
-	ring   []pending
-	head   int
-	n      int
-	peak   int // the most queued at once since the pipeline last emptied
-	max    int
-	closed bool
+	mu      sync.Mutex
+	ring    []pending
+	head    int
+	n       int
+	peak    int // the most queued at once in this window of emptyings
+	empties int // times the pipeline emptied in this window
+	max     int
+	closed  bool
 	// A side that must wait says so, and the other side's next pop or
 	// push leaves one token in the matching channel (capacity 1).
 	popWaiting, pushWaiting bool
@@ -23,10 +24,14 @@ type pipeline struct {
 }
 
 // keepRing is the largest ring an emptied pipeline always keeps. A larger
-// one goes when the pipeline empties after using a quarter of it at most,
-// so a connection that pipelined deeply once does not keep the memory,
-// while one that does so steadily does not reallocate each time.
-const keepRing = 32
+// one goes once the pipeline has emptied shrinkWindow times without
+// holding more than a quarter of it, so a connection that pipelined deeply
+// for a while gives the memory back after a while of light use, and one
+// that does so steadily does not reallocate each time it empties.
+const (
+	keepRing     = 32
+	shrinkWindow = 256
+)
 
 func newPipeline(max int) *pipeline {
 	return &pipeline{max: max, popReady: make(chan struct{}, 1), pushReady: make(chan struct{}, 1)}
@@ -97,10 +102,12 @@ func (q *pipeline) tryPop() (p pending, ok, closed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.n == 0 {
-		if len(q.ring) > keepRing && q.peak <= len(q.ring)/4 {
-			q.ring, q.head = nil, 0
+		if q.empties++; q.empties >= shrinkWindow {
+			if len(q.ring) > keepRing && q.peak <= len(q.ring)/4 {
+				q.ring, q.head = nil, 0
+			}
+			q.peak, q.empties = 0, 0
 		}
-		q.peak = 0
 		return pending{}, false, q.closed
 	}
 	p = q.ring[q.head]

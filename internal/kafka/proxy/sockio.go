@@ -19,9 +19,45 @@ import (
 // holds no buffer at all, where bufio's four came to 192 KiB per pair.
 
 var (
-	readBufPool  = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
-	writeBufPool = sync.Pool{New: func() any { b := make([]byte, writeBufSize); return &b }}
+	readBufs  = newIOBufPool(readBufSize)
+	writeBufs = newIOBufPool(writeBufSize)
 )
+
+// ioBufPool hands out buffers of one size. A few stay on a free list that
+// garbage collection does not empty (sync.Pool does, at every cycle, and a
+// busy relay then allocated fresh 32–64 KiB buffers after each one); the
+// rest go through a sync.Pool.
+type ioBufPool struct {
+	free chan *[]byte
+	pool sync.Pool
+}
+
+// keepIOBufs is how many buffers of each size the free list keeps.
+const keepIOBufs = 16
+
+func newIOBufPool(size int) *ioBufPool {
+	return &ioBufPool{
+		free: make(chan *[]byte, keepIOBufs),
+		pool: sync.Pool{New: func() any { b := make([]byte, size); return &b }},
+	}
+}
+
+func (p *ioBufPool) get() *[]byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return p.pool.Get().(*[]byte)
+	}
+}
+
+func (p *ioBufPool) put(b *[]byte) {
+	select {
+	case p.free <- b:
+	default:
+		p.pool.Put(b)
+	}
+}
 
 // errNegativeRead guards against a reader that breaks io.Reader's contract.
 var errNegativeRead = errors.New("negative read count")
@@ -63,7 +99,7 @@ func (r *connReader) Buffered() int { return r.w - r.r }
 
 func (r *connReader) release() {
 	if r.bp != nil {
-		readBufPool.Put(r.bp)
+		readBufs.put(r.bp)
 		r.bp, r.buf = nil, nil
 	}
 	r.r, r.w = 0, 0
@@ -71,7 +107,7 @@ func (r *connReader) release() {
 
 func (r *connReader) acquire() {
 	if r.bp == nil {
-		r.bp = readBufPool.Get().(*[]byte)
+		r.bp = readBufs.get()
 		r.buf = (*r.bp)[:r.size]
 	}
 }
@@ -306,7 +342,7 @@ func (w *connWriter) Write(p []byte) (int, error) {
 		return done, w.err
 	}
 	if len(p) > 0 && w.bp == nil {
-		w.bp = writeBufPool.Get().(*[]byte)
+		w.bp = writeBufs.get()
 		w.buf = *w.bp
 	}
 	k := copy(w.buf[w.n:], p)
@@ -335,7 +371,7 @@ func (w *connWriter) Flush() error {
 		w.n = 0
 	}
 	if w.bp != nil {
-		writeBufPool.Put(w.bp)
+		writeBufs.put(w.bp)
 		w.bp, w.buf = nil, nil
 	}
 	return nil

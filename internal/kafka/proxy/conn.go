@@ -398,109 +398,120 @@ func (c *conn) readRequests() error {
 			v.m.err(errClientIO)
 			return fmt.Errorf("reading from client: %w", err)
 		}
-		size, err := wire.FrameSize(sz, int64(v.opts.MaxFrame))
-		if err != nil {
-			if errors.Is(err, wire.ErrNegativeFrame) {
-				v.m.err(errMalformed)
-			} else {
-				v.m.err(errFrameTooLarge)
-			}
-			return fmt.Errorf("client frame: %w", err)
-		}
-		c.frameStart(size)
-		h, err := c.peekHeader(size)
-		if err != nil {
-			return c.peekErr("client request header", err)
-		}
-		reqMask := v.chain.RequestMask(h.Key, h.Version)
-		if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
-			v.m.err(errUnknownAPI)
-			if !wire.KnownKey(h.Key) {
-				return fmt.Errorf("client sent API key %d, which Strait does not know (correlation id %d)", h.Key, h.CorrelationID)
-			}
-			return fmt.Errorf("client sent %s v%d, newer than Strait reads (v%d); it was never offered in ApiVersions",
-				wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
-		}
-		v.m.key(h.Key).requests.Inc()
-		v.m.bytesUp.Add(float64(4 + size))
-		if c.auth != nil {
-			taken, err := c.authFrame(sz, size, h)
-			if err != nil {
-				return err
-			}
-			if taken {
-				continue
-			}
-		}
-		if !c.upReauth.IsZero() {
-			if err := c.renewBrokerSession(); err != nil {
-				return err
-			}
-		}
-		p := pending{
-			hdr:  filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID},
-			mask: v.chain.ResponseMask(h.Key, h.Version),
-			upTo: v.chain.Len(),
-		}
-		expect := true
-		var saslMechanism string
-		if reqMask != 0 && v.chain.Skims(reqMask) {
-			pass, err := c.skimRequest(h, size, reqMask)
-			if err != nil {
-				return c.peekErr("client request", err)
-			}
-			if pass {
-				reqMask = 0
-			}
-		}
-		if reqMask == 0 {
-			if h.Key == wire.KeySASLHandshake && h.Version == 0 {
-				m, err := c.peekMechanism(h, size)
-				if err != nil {
-					return c.peekErr("client SaslHandshake v0", err)
-				}
-				saslMechanism = m
-				p.saslV0 = make(chan int16, 1)
-			}
-			if h.Key == wire.KeyProduce {
-				acks, err := c.peekAcks(h, size)
-				if err != nil {
-					return c.peekErr("client produce request", err)
-				}
-				expect = acks != 0
-			}
-			if _, err := c.uw.Write(sz[:]); err != nil {
-				return c.upstreamWriteErr(err)
-			}
-			n, err := relayBody(c.uw, c.up, c.cr, c.client, size)
-			c.spliced += n
-			if err != nil {
-				return c.relayErr(err)
-			}
-		} else {
-			var err error
-			if expect, err = c.filterRequest(h, size, reqMask, &p); err != nil {
-				return err
-			}
-			// A forwarded SaslHandshake v0 is followed by raw tokens, as on
-			// the path above; the mechanism is the one the broker saw.
-			if hs, ok := p.req.(*kmsg.SASLHandshakeRequest); ok && h.Version == 0 && p.local == nil {
-				saslMechanism = hs.Mechanism
-				p.saslV0 = make(chan int16, 1)
-			}
-		}
-		if !expect {
-			continue
-		}
-		if err := c.enqueue(p); err != nil {
+		if err := c.relayRequest(sz); err != nil {
 			return err
 		}
-		if p.saslV0 != nil {
-			if err := c.relaySASLv0(saslMechanism, p.saslV0); err != nil {
-				return err
-			}
+	}
+}
+
+// relayRequest relays one client frame whose size prefix is sz. It is a
+// function of its own so that its frame is off the stack while
+// readRequests waits for the next request.
+func (c *conn) relayRequest(sz [4]byte) error {
+	v := c.v
+	size, err := wire.FrameSize(sz, int64(v.opts.MaxFrame))
+	if err != nil {
+		if errors.Is(err, wire.ErrNegativeFrame) {
+			v.m.err(errMalformed)
+		} else {
+			v.m.err(errFrameTooLarge)
+		}
+		return fmt.Errorf("client frame: %w", err)
+	}
+	c.frameStart(size)
+	h, err := c.peekHeader(size)
+	if err != nil {
+		return c.peekErr("client request header", err)
+	}
+	reqMask := v.chain.RequestMask(h.Key, h.Version)
+	if !wire.Known(h.Key, h.Version) && !(h.Key == wire.KeyApiVersions && reqMask != 0) {
+		v.m.err(errUnknownAPI)
+		if !wire.KnownKey(h.Key) {
+			return fmt.Errorf("client sent API key %d, which Strait does not know (correlation id %d)", h.Key, h.CorrelationID)
+		}
+		return fmt.Errorf("client sent %s v%d, newer than Strait reads (v%d); it was never offered in ApiVersions",
+			wire.KeyName(h.Key), h.Version, wire.MaxVersion(h.Key))
+	}
+	v.m.key(h.Key).requests.Inc()
+	v.m.bytesUp.Add(float64(4 + size))
+	if c.auth != nil {
+		taken, err := c.authFrame(sz, size, h)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return nil
 		}
 	}
+	if !c.upReauth.IsZero() {
+		if err := c.renewBrokerSession(); err != nil {
+			return err
+		}
+	}
+	p := pending{
+		hdr:  filter.Header{Key: h.Key, Version: h.Version, CorrelationID: h.CorrelationID},
+		mask: v.chain.ResponseMask(h.Key, h.Version),
+		upTo: v.chain.Len(),
+	}
+	expect := true
+	var saslMechanism string
+	if reqMask != 0 && v.chain.Skims(reqMask) {
+		pass, err := c.skimRequest(h, size, reqMask)
+		if err != nil {
+			return c.peekErr("client request", err)
+		}
+		if pass {
+			reqMask = 0
+		}
+	}
+	if reqMask == 0 {
+		if h.Key == wire.KeySASLHandshake && h.Version == 0 {
+			m, err := c.peekMechanism(h, size)
+			if err != nil {
+				return c.peekErr("client SaslHandshake v0", err)
+			}
+			saslMechanism = m
+			p.saslV0 = make(chan int16, 1)
+		}
+		if h.Key == wire.KeyProduce {
+			acks, err := c.peekAcks(h, size)
+			if err != nil {
+				return c.peekErr("client produce request", err)
+			}
+			expect = acks != 0
+		}
+		if _, err := c.uw.Write(sz[:]); err != nil {
+			return c.upstreamWriteErr(err)
+		}
+		n, err := relayBody(c.uw, c.up, c.cr, c.client, size)
+		c.spliced += n
+		if err != nil {
+			return c.relayErr(err)
+		}
+	} else {
+		var err error
+		if expect, err = c.filterRequest(h, size, reqMask, &p); err != nil {
+			return err
+		}
+		// A forwarded SaslHandshake v0 is followed by raw tokens, as on
+		// the path above; the mechanism is the one the broker saw.
+		if hs, ok := p.req.(*kmsg.SASLHandshakeRequest); ok && h.Version == 0 && p.local == nil {
+			saslMechanism = hs.Mechanism
+			p.saslV0 = make(chan int16, 1)
+		}
+	}
+	if !expect {
+		return nil
+	}
+	if err := c.enqueue(p); err != nil {
+		return err
+	}
+	if p.saslV0 != nil {
+		if err := c.relaySASLv0(saslMechanism, p.saslV0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // enqueue hands p to the responder, in request order.

@@ -1017,59 +1017,71 @@ func (c *conn) respond() {
 	// hold: the reader owns the broker socket until it queues again.
 	var armed, hold bool
 	for {
-		var p pending
-		var ok bool
 		c.armClientWrite()
-		var closed bool
-		if p, ok, closed = c.inflight.tryPop(); !ok && !closed {
-			// Nothing queued: flush before waiting.
-			if c.cw.Buffered() > 0 {
-				if err := c.cw.Flush(); err != nil {
-					c.clientWriteErr(err)
-					return
-				}
-			}
-			if !hold {
-				if waited, a := c.awaitBroker(); waited {
-					armed = armed || a
-					continue
-				}
-			}
-			p, ok = c.inflight.pop()
-			// The wait may have outlasted the deadline armed above.
-			c.armClientWrite()
-		}
-		hold = false
-		if !ok {
-			if err := c.cw.Flush(); err != nil {
-				c.clientWriteErr(err)
-			}
+		done, idle := c.respondNext(&armed, &hold)
+		if done {
 			return
 		}
-		if p.barrier != nil {
-			// The reader may use the broker socket itself now
-			// (authenticateBroker): keep off it until the next entry.
-			close(p.barrier)
-			hold = true
+		if !idle {
 			continue
 		}
-		if p.local != nil {
-			if _, err := c.cw.Write(p.local); err != nil {
+		// Nothing queued: flush before waiting.
+		if c.cw.Buffered() > 0 {
+			if err := c.cw.Flush(); err != nil {
 				c.clientWriteErr(err)
 				return
 			}
-			c.v.m.key(p.hdr.Key).responses.Inc()
-			continue
 		}
-		err := c.relayResponse(&p, armed)
-		armed = false
-		if err != nil {
-			if !errors.Is(err, errClientGone) && !c.closing.Load() {
-				c.log.Warn("closing connection", "err", err)
+		if !hold {
+			if waited, a := c.awaitBroker(); waited {
+				armed = armed || a
+				continue
 			}
-			return
 		}
+		c.inflight.wait()
 	}
+}
+
+// respondNext answers the next queued entry, if there is one (idle: there
+// is none yet); done means the response side is finished. It is a function
+// of its own so that the entry and its handling are off the stack while
+// respond waits.
+func (c *conn) respondNext(armed, hold *bool) (done, idle bool) {
+	p, ok, closed := c.inflight.tryPop()
+	if !ok && !closed {
+		return false, true
+	}
+	*hold = false
+	if !ok {
+		if err := c.cw.Flush(); err != nil {
+			c.clientWriteErr(err)
+		}
+		return true, false
+	}
+	if p.barrier != nil {
+		// The reader may use the broker socket itself now
+		// (authenticateBroker): keep off it until the next entry.
+		close(p.barrier)
+		*hold = true
+		return false, false
+	}
+	if p.local != nil {
+		if _, err := c.cw.Write(p.local); err != nil {
+			c.clientWriteErr(err)
+			return true, false
+		}
+		c.v.m.key(p.hdr.Key).responses.Inc()
+		return false, false
+	}
+	err := c.relayResponse(&p, *armed)
+	*armed = false
+	if err != nil {
+		if !errors.Is(err, errClientGone) && !c.closing.Load() {
+			c.log.Warn("closing connection", "err", err)
+		}
+		return true, false
+	}
+	return false, false
 }
 
 // errClientGone ends the response loop quietly: the client's socket failed

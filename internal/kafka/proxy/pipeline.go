@@ -142,6 +142,18 @@ func (q *pipeline) pop() (pending, bool) {
 	}
 }
 
+// wait blocks until an entry is queued or the pipeline is closed.
+func (q *pipeline) wait() {
+	q.mu.Lock()
+	for q.n == 0 && !q.closed {
+		q.popWaiting = true
+		q.mu.Unlock()
+		<-q.popReady
+		q.mu.Lock()
+	}
+	q.mu.Unlock()
+}
+
 // close says no more entries come; those queued are still popped.
 func (q *pipeline) close() {
 	q.mu.Lock()

@@ -20,6 +20,8 @@ type Chain struct {
 	filters []Filter
 	req     [wire.MaxKeys][]Mask
 	resp    [wire.MaxKeys][]Mask
+	// skimmers marks the filters that are RequestSkimmers.
+	skimmers Mask
 }
 
 // NewChain folds filters into a chain. Request handlers run in the order
@@ -51,6 +53,9 @@ func NewChain(filters ...Filter) (*Chain, error) {
 		}
 		mark(&c.req, in.Requests, i)
 		mark(&c.resp, in.Responses, i)
+		if _, ok := f.(RequestSkimmer); ok {
+			c.skimmers |= 1 << i
+		}
 	}
 	return c, nil
 }
@@ -135,29 +140,18 @@ func (c *Chain) OnResponse(ctx *Context, m Mask, upTo int, resp *Response) error
 
 // Skims reports whether every filter in mask is a RequestSkimmer, so that
 // PassRequest may be asked.
-func (c *Chain) Skims(m Mask) bool {
-	for i := range c.filters {
-		if m&(1<<i) == 0 {
-			continue
-		}
-		if _, ok := c.filters[i].(RequestSkimmer); !ok {
-			return false
-		}
-	}
-	return m != 0
-}
+func (c *Chain) Skims(m Mask) bool { return m != 0 && m&^c.skimmers == 0 }
 
 // PassRequest asks the filters in mask whether they let the request go on
 // unread; false as soon as one wants it decoded. A panicking skimmer
 // counts as wanting it: the request is then decoded, and the filter's
 // OnRequest has its say.
 func (c *Chain) PassRequest(ctx *Context, m Mask, h Header, body []byte, whole bool) bool {
+	if !c.Skims(m) {
+		return false
+	}
 	for i := range c.filters {
-		if m&(1<<i) == 0 {
-			continue
-		}
-		s, ok := c.filters[i].(RequestSkimmer)
-		if !ok || !safePass(s, ctx, h, body, whole) {
+		if m&(1<<i) != 0 && !safePass(c.filters[i].(RequestSkimmer), ctx, h, body, whole) {
 			return false
 		}
 	}

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -106,8 +105,5 @@ func TestEdgeExample(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("POST /-/reload: %s", resp.Status)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Error("the test ran out of time")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -422,10 +423,7 @@ func sameYAML(a, b any) bool {
 }
 
 func yamlName(f reflect.StructField) string {
-	tag := f.Tag.Get("yaml")
-	if i := bytes.IndexByte([]byte(tag), ','); i >= 0 {
-		tag = tag[:i]
-	}
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	if tag == "" {
 		return f.Name
 	}

@@ -266,6 +266,9 @@ func relay(client, up net.Conn, m listenerMetrics) {
 // end of this direction while the other may still flow.
 func closeWrite(c net.Conn) {
 	type writeCloser interface{ CloseWrite() error }
+	if pc, ok := c.(interface{ Raw() net.Conn }); ok {
+		c = pc.Raw() // the socket under a PROXY protocol header
+	}
 	if wc, ok := c.(writeCloser); ok {
 		wc.CloseWrite()
 		return

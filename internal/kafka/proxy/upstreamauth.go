@@ -132,10 +132,10 @@ func (v *VirtualCluster) upstreamMechanism(principal string) (kafkasasl.Mechanis
 	return v.opts.Target.SASL, nil
 }
 
-// reauthMargin is how long before a broker session ends the gateway
-// renews it: a random point in the last 15% of the lifetime (the Java
+// reauthAt is when the gateway renews a broker session of lifetime begun
+// now: a random point between 85% and 95% of the lifetime (the Java
 // client's choice too), so connections opened together do not all renew
-// together.
+// together. Zero for an unbounded session.
 func reauthAt(now time.Time, lifetime time.Duration) time.Time {
 	if lifetime <= 0 {
 		return time.Time{}

@@ -28,20 +28,9 @@ func benchCommands() []command {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		w, err := helpOrUsage(args, stdout, stderr)
-		fmt.Fprintln(w, "Usage: strait bench <command> [flags]\n\nCommands:")
-		printCommands(w, benchCommands())
+	return runGroup(ctx, "bench", "<command> [flags]", benchCommands(), func(w io.Writer) {
 		fmt.Fprintln(w, "\nRun 'strait bench <command> -h' for its flags. Output formats: docs/bench.md.")
-		return err
-	}
-	for _, c := range benchCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "strait bench: unknown command %q (want kafka, sweep, layers, llm, llm-layers or compare)\n", args[0])
-	return errUsage
+	}, args, stdout, stderr)
 }
 
 // workloadFlags registers the workload flags shared by kafka, sweep and

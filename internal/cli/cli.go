@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -103,6 +104,32 @@ func helpOrUsage(args []string, stdout, stderr io.Writer) (io.Writer, error) {
 
 // printCommands lists commands, their descriptions aligned after the
 // longest name.
+// runGroup runs `strait GROUP <command>`: the command args[0] names, or,
+// without one or when asked for help, the usage: the synopsis, the
+// commands, then what about writes.
+func runGroup(ctx context.Context, group, synopsis string, cmds []command, about func(w io.Writer), args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || isHelp(args[0]) {
+		w, err := helpOrUsage(args, stdout, stderr)
+		fmt.Fprintf(w, "Usage: strait %s %s\n\nCommands:\n", group, synopsis)
+		printCommands(w, cmds)
+		about(w)
+		return err
+	}
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+		names[i] = c.name
+	}
+	want := names[len(names)-1]
+	if len(names) > 1 {
+		want = strings.Join(names[:len(names)-1], ", ") + " or " + want
+	}
+	fmt.Fprintf(stderr, "strait %s: unknown command %q (want %s)\n", group, args[0], want)
+	return errUsage
+}
+
 func printCommands(w io.Writer, cmds []command) {
 	width := 0
 	for _, c := range cmds {

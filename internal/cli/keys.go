@@ -32,22 +32,11 @@ func keysCommands() []command {
 
 // runKeys manages the key-encryption keys of a filesystem vault (docs/kms.md).
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		w, err := helpOrUsage(args, stdout, stderr)
-		fmt.Fprintln(w, "Usage: strait keys <command> [--vault PATH | --kms aws] [NAME]\n\nCommands:")
-		printCommands(w, keysCommands())
+	return runGroup(ctx, "keys", "<command> [--vault PATH | --kms aws] [NAME]", keysCommands(), func(w io.Writer) {
 		fmt.Fprintf(w, "\nThe vault is --vault PATH, else $STRAIT_VAULT, else ./%s: a directory (mode 0700, one file per key,\n", defaultVault)
 		fmt.Fprintln(w, "mode 0600) or a single file ending in .json. With --kms aws the keys are AWS KMS keys named by alias,")
 		fmt.Fprintln(w, "credentials and region from the standard AWS chain. Run 'strait keys <command> -h' for its flags. See docs/kms.md.")
-		return err
-	}
-	for _, c := range keysCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "strait keys: unknown command %q (want create, rotate or list)\n", args[0])
-	return errUsage
+	}, args, stdout, stderr)
 }
 
 // vaultFlag registers --vault, defaulting to $STRAIT_VAULT, else ./vault.

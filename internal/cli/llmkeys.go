@@ -32,22 +32,11 @@ func llmKeysCommands() []command {
 
 // runLLMKeys manages an LLM gateway api_keys_file (docs/llm.md).
 func runLLMKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		w, err := helpOrUsage(args, stdout, stderr)
-		fmt.Fprintln(w, "Usage: strait llm-keys <command> --file FILE [NAME]\n\nCommands:")
-		printCommands(w, llmKeysCommands())
+	return runGroup(ctx, "llm-keys", "<command> --file FILE [NAME]", llmKeysCommands(), func(w io.Writer) {
 		fmt.Fprintln(w, "\nThe file is an llm.api_keys_file: one key per line, its name, the SHA-256 of the key and its limits,")
 		fmt.Fprintln(w, "never the key itself. It is written with mode 0600. --file FILE names it; $STRAIT_LLM_KEYS sets the")
 		fmt.Fprintln(w, "default. The gateway reads it when it starts. See docs/llm.md.")
-		return err
-	}
-	for _, c := range llmKeysCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "strait llm-keys: unknown command %q (want add, remove or list)\n", args[0])
-	return errUsage
+	}, args, stdout, stderr)
 }
 
 func llmKeysFileFlag(fs *flag.FlagSet) *string {

@@ -34,24 +34,13 @@ func usersCommands() []command {
 
 // runUsers manages the users of a credential store file (docs/security.md).
 func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || isHelp(args[0]) {
-		w, err := helpOrUsage(args, stdout, stderr)
-		fmt.Fprintln(w, "Usage: strait users <command> --store FILE [NAME]\n\nCommands:")
-		printCommands(w, usersCommands())
+	return runGroup(ctx, "users", "<command> --store FILE [NAME]", usersCommands(), func(w io.Writer) {
 		fmt.Fprintln(w, "\nThe store is the file of the users that SASL PLAIN and SCRAM-SHA-256/512 authenticate: per user a salt,")
 		fmt.Fprintln(w, "an iteration count and the keys RFC 5802 derives from the password, never the password. It is created with")
 		fmt.Fprintln(w, "mode 0600, and refused if group or others may read or write it. --store FILE names it; $STRAIT_USERS sets")
 		fmt.Fprintln(w, "the default. Gateways that use it see changes within a second. Run 'strait users <command> -h' for its")
 		fmt.Fprintln(w, "flags. See docs/security.md.")
-		return err
-	}
-	for _, c := range usersCommands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "strait users: unknown command %q (want add, remove or list)\n", args[0])
-	return errUsage
+	}, args, stdout, stderr)
 }
 
 // storeFlag registers --store, defaulting to $STRAIT_USERS.

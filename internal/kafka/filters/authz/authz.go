@@ -202,12 +202,17 @@ type call struct {
 // decide is the engine's decision, from the connection's own decisions
 // when it has taken it before.
 func (a *call) decide(res resourceType, name string, op operation) bool {
+	return a.seen.decide(res, name, op)
+}
+
+// decide is the decision for d's principal under d's rules, remembered.
+func (d *connDecisions) decide(res resourceType, name string, op operation) bool {
 	k := connKey{name: name, res: res, op: op}
-	if v, ok := a.seen.m[k]; ok {
+	if v, ok := d.m[k]; ok {
 		return v
 	}
-	v := a.eng.allowed(a.principal, res, name, op)
-	a.seen.put(k, v)
+	v := d.eng.allowed(d.principal, res, name, op)
+	d.put(k, v)
 	return v
 }
 

@@ -84,22 +84,11 @@ func (f *Filter) allows(c *filter.Context, d *connDecisions, byID bool, name []b
 		if err != nil {
 			return false
 		}
-		return f.decideIn(d, n, op)
+		return d.decide(resTopic, n, op)
 	}
 	// The lookup with string(name) in the key does not copy name.
 	if v, ok := d.m[connKey{name: string(name), res: resTopic, op: op}]; ok {
 		return v
 	}
-	return f.decideIn(d, string(name), op)
-}
-
-// decideIn takes a topic decision through the connection's decisions d.
-func (f *Filter) decideIn(d *connDecisions, name string, op operation) bool {
-	k := connKey{name: name, res: resTopic, op: op}
-	if v, ok := d.m[k]; ok {
-		return v
-	}
-	v := d.eng.allowed(d.principal, resTopic, name, op)
-	d.put(k, v)
-	return v
+	return d.decide(resTopic, string(name), op)
 }

@@ -89,11 +89,11 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/telemetry", "internal/h2sched"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
 	},
 	{
-		name: "h2sched is an HTTP/2 write scheduler and imports nothing of ours",
-		pkgs: []string{"internal/h2sched"},
+		name: "h2sched (an HTTP/2 write scheduler) and writebatch (batched socket writes) import nothing of ours",
+		pkgs: []string{"internal/h2sched", "internal/writebatch"},
 		only: nothing,
 	},
 	{
@@ -102,9 +102,9 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 write scheduler",
+		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 plumbing",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan", "internal/h2sched"},
+		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch"},
 	},
 	{
 		name: "bench/result describes the harness's JSON documents and imports nothing of ours",

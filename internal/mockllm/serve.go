@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/straitgw/strait/internal/h2sched"
+	"github.com/straitgw/strait/internal/writebatch"
 )
 
 // ErrClosed is returned by Serve, ServeTLS, Start and StartTLS after Close
@@ -29,7 +30,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return err
 	}
-	return serveErr(hs.Serve(l))
+	return serveErr(hs.Serve(writebatch.Listener{Listener: l}))
 }
 
 // ServeTLS serves HTTP/1.1 and HTTP/2 (by ALPN) over TLS on l until Close
@@ -40,7 +41,7 @@ func (s *Server) ServeTLS(l net.Listener, cfg *tls.Config) error {
 		l.Close()
 		return err
 	}
-	return serveErr(hs.ServeTLS(l, "", ""))
+	return serveErr(hs.ServeTLS(writebatch.Listener{Listener: l, TLS: true}, "", ""))
 }
 
 // Start listens on addr (such as "127.0.0.1:0") and serves HTTP/1.1 and
@@ -69,9 +70,9 @@ func (s *Server) listenAndServe(addr string, cfg *tls.Config) (string, error) {
 	go func() {
 		var err error
 		if cfg != nil {
-			err = hs.ServeTLS(l, "", "")
+			err = hs.ServeTLS(writebatch.Listener{Listener: l, TLS: true}, "", "")
 		} else {
-			err = hs.Serve(l)
+			err = hs.Serve(writebatch.Listener{Listener: l})
 		}
 		if err = serveErr(err); err != nil {
 			s.log.Error("mock provider stopped serving", "addr", l.Addr().String(), "err", err)

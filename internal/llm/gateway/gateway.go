@@ -41,6 +41,7 @@ import (
 	"github.com/straitgw/strait/internal/h2sched"
 	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
+	"github.com/straitgw/strait/internal/writebatch"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted when
@@ -311,6 +312,7 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 	g.mu.Unlock()
 
 	var err error
+	ln = writebatch.Listener{Listener: ln, TLS: l.TLS != nil}
 	if l.TLS != nil {
 		err = srv.ServeTLS(ln, "", "")
 	} else {

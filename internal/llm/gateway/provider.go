@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/straitgw/strait/internal/llm/translate"
+	"github.com/straitgw/strait/internal/writebatch"
 )
 
 // HTTPVersion is how the gateway talks HTTP to a provider.
@@ -149,11 +151,24 @@ func newProvider(p Provider) (*provider, error) {
 	if p.StreamIdleTimeout <= 0 {
 		p.StreamIdleTimeout = DefaultStreamIdleTimeout
 	}
+	dial := (&net.Dialer{Timeout: p.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	if p.HTTP == H2C || p.HTTP == H2 {
+		// Many requests share an HTTP/2 connection; their frames leave
+		// in batches (writebatch) rather than a write(2) per flush.
+		plain := dial
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := plain(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return writebatch.New(c), nil
+		}
+	}
 	rt := &http.Transport{
 		// Provider traffic goes where the config says, never through
 		// a proxy picked up from the environment.
 		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: p.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dial,
 		TLSHandshakeTimeout:   p.ConnectTimeout,
 		MaxIdleConns:          p.MaxConns,
 		MaxIdleConnsPerHost:   p.MaxConns,

@@ -1,0 +1,247 @@
+// Package writebatch batches a connection's writes into fewer system
+// calls. HTTP/2 multiplexes many requests on one connection, and Go's
+// HTTP/2 client and server flush after each frame group they write: a
+// HEADERS frame, then a DATA frame, then a WINDOW_UPDATE, each its own
+// write(2) when requests on a connection arrive independently. On
+// loopback a write also pays for delivering the bytes to the peer and
+// waking it, so those flushes, and the reads they cause on the other
+// side, are most of a busy gateway's system time.
+//
+// A Conn's Write copies the bytes into a buffer and returns; one
+// goroutine writes whatever has gathered, so writes made while a
+// write(2) is in progress leave together in the next one. An idle
+// connection has no goroutine. Errors of the batched write are
+// returned by the next Write (and the connection is closed, so the
+// reader sees them too), as a socket reports a peer's reset late.
+//
+// Reads are buffered too: x/net's HTTP/2 server reads each frame's
+// 9-byte header and then its payload straight from the connection, two
+// read(2)s a frame. A Conn reads what has arrived in one, into a pooled
+// buffer that goes back as soon as it is empty, so an idle connection
+// holds none.
+package writebatch
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// maxPending bounds the bytes buffered and not yet written: a Write that
+// would go past it waits for the socket, as a plain write would.
+const maxPending = 1 << 20
+
+// closeGrace bounds how long Close waits to write what is buffered.
+const closeGrace = time.Second
+
+// Conn is a net.Conn whose writes are batched.
+type Conn struct {
+	net.Conn
+
+	mu       sync.Mutex
+	drained  sync.Cond // signalled when a batch is written or fails
+	pending  []byte
+	spare    []byte
+	flushing bool
+	err      error
+	closed   bool
+	direct   bool // writes go straight to the socket (HTTP/1.1)
+
+	// Read side, used by one reader at a time.
+	rbuf *[]byte
+	rpos int
+	rend int
+	// sniff: the first read decides between batched and direct writes.
+	sniff bool
+}
+
+// readChunk is the read buffer's size; reads at least this large go
+// straight to the socket.
+const readChunk = 16 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+
+// Read reads from the buffer, refilling it with one read(2) when empty.
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.rbuf == nil {
+		if len(p) >= readChunk {
+			n, err := c.Conn.Read(p)
+			if c.sniff && n > 0 {
+				c.sniff = false
+				c.decide(p[:n])
+			}
+			return n, err
+		}
+		b := readBufs.Get().(*[]byte)
+		n, err := c.Conn.Read(*b)
+		if n <= 0 {
+			readBufs.Put(b)
+			return 0, err
+		}
+		// An error with data comes again on the next read of the socket.
+		c.rbuf, c.rpos, c.rend = b, 0, n
+		if c.sniff {
+			c.sniff = false
+			c.decide((*b)[:n])
+		}
+	}
+	n := copy(p, (*c.rbuf)[c.rpos:c.rend])
+	c.rpos += n
+	if c.rpos == c.rend {
+		readBufs.Put(c.rbuf)
+		c.rbuf = nil
+	}
+	return n, nil
+}
+
+// New wraps c.
+func New(c net.Conn) *Conn {
+	b := &Conn{Conn: c}
+	b.drained.L = &b.mu
+	return b
+}
+
+// Write queues p for the connection's writer and returns len(p), or the
+// error a previous batch met.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.direct && !c.flushing && c.err == nil {
+		// Nothing is queued, so writing here keeps the order.
+		c.mu.Unlock()
+		return c.Conn.Write(p)
+	}
+	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
+		c.drained.Wait()
+	}
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return 0, err
+	}
+	c.pending = append(c.pending, p...)
+	if !c.flushing {
+		c.flushing = true
+		go c.flush()
+	}
+	c.mu.Unlock()
+	return len(p), nil
+}
+
+// flush writes batches until none is left.
+func (c *Conn) flush() {
+	c.mu.Lock()
+	for len(c.pending) > 0 && c.err == nil {
+		batch := c.pending
+		c.pending = c.spare[:0]
+		c.mu.Unlock()
+		_, err := c.Conn.Write(batch)
+		c.mu.Lock()
+		c.spare = batch[:0]
+		if cap(c.spare) > maxPending {
+			c.spare = nil // a burst's buffer is not kept for good
+		}
+		if err != nil && c.err == nil {
+			c.err = err
+			// The reader must see the failure too: the peer is gone or
+			// the deadline passed with bytes unwritten.
+			c.Conn.Close()
+		}
+		c.drained.Broadcast()
+	}
+	c.flushing = false
+	if len(c.pending) == 0 && cap(c.pending) > 64<<10 {
+		c.pending = nil
+	}
+	c.drained.Broadcast()
+	c.mu.Unlock()
+}
+
+// decide makes writes direct unless first, the connection's first
+// bytes, begin HTTP/2's preface.
+func (c *Conn) decide(first []byte) {
+	k := min(len(first), len(h2Preface))
+	if string(first[:k]) == h2Preface[:k] {
+		return
+	}
+	c.mu.Lock()
+	c.direct = true
+	c.mu.Unlock()
+}
+
+// Close writes what is buffered (for at most a second) and closes the
+// connection.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.Conn.Close()
+	}
+	c.closed = true
+	if c.flushing && c.err == nil {
+		c.Conn.SetWriteDeadline(time.Now().Add(closeGrace))
+		for c.flushing {
+			c.drained.Wait()
+		}
+	}
+	if c.err == nil {
+		c.err = net.ErrClosed
+	}
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// Flushed waits until everything written so far has reached the socket,
+// and returns the error of that write if there was one.
+func (c *Conn) Flushed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.flushing {
+		c.drained.Wait()
+	}
+	if errors.Is(c.err, net.ErrClosed) && c.closed {
+		return nil
+	}
+	return c.err
+}
+
+// h2Preface is how an HTTP/2 client with prior knowledge begins.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// Listener wraps each accepted connection in a Conn. A plaintext
+// connection whose client does not open with HTTP/2's preface is
+// HTTP/1.1 (or h2c by Upgrade, which is rare): one answer at a time, so
+// its writes gain nothing from batching and go straight to the socket.
+// Reads are buffered either way.
+type Listener struct {
+	net.Listener
+	// TLS says the listener's connections carry TLS, whose first bytes
+	// say nothing of the protocol inside: their writes are batched.
+	TLS bool
+}
+
+// Accept returns the next connection, wrapped.
+func (l Listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	b := New(c)
+	if !l.TLS {
+		b.sniff = true
+	}
+	return b, nil
+}
+
+// CloseWrite writes what is buffered and shuts the connection's writing
+// side, where the connection can (net/http's server half-closes before
+// closing, so that a client's last bytes are not met with a reset).
+func (c *Conn) CloseWrite() error {
+	if err := c.Flushed(); err != nil {
+		return err
+	}
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -107,6 +107,8 @@ type Options struct {
 
 	// nodeRetry overrides nodeRetryInterval (tests).
 	nodeRetry time.Duration
+	// respondLinger overrides defaultRespondLinger (tests).
+	respondLinger time.Duration
 }
 
 // VirtualCluster serves one virtual cluster.
@@ -182,6 +184,9 @@ func New(opts Options) (*VirtualCluster, error) {
 	}
 	if opts.nodeRetry <= 0 {
 		opts.nodeRetry = nodeRetryInterval
+	}
+	if opts.respondLinger <= 0 {
+		opts.respondLinger = defaultRespondLinger
 	}
 	if opts.Target.ConnectTimeout <= 0 {
 		opts.Target.ConnectTimeout = 10 * time.Second

@@ -59,6 +59,8 @@ type pending struct {
 // (broker → client). pending entries pass from the first to the second
 // through a bounded queue (pipeline), which is what keeps responses in
 // request order and bounds how much a slow peer makes the gateway hold.
+// The responder runs only while there is something to answer, and for
+// respondLinger after: an idle connection has one goroutine, the reader's.
 type conn struct {
 	v      *VirtualCluster
 	log    *slog.Logger
@@ -74,18 +76,20 @@ type conn struct {
 	// While nothing is queued the responder waits on the broker socket
 	// rather than on inflight, so that a request costs no wakeup of the
 	// responder: it wakes once, when the answer arrives (see awaitBroker).
-	// qmu orders that wait against enqueue and closePipeline.
-	qmu          sync.Mutex
-	respIdle     bool               // the responder waits on the broker with nothing queued
-	respArmed    bool               // enqueue armed the broker read deadline for the first entry
-	pipeClosed   bool               // closePipeline has run
-	pipelineOnly bool               // owned by respond: wait on inflight only (the broker socket failed while idle)
-	done         chan struct{}      // closed by close
-	cancel       context.CancelFunc // cancels fc.Ctx; called by close
-	respDone     chan struct{}      // closed when respond returns
-	closeOnce    sync.Once
-	closing      atomic.Bool
-	draining     atomic.Bool
+	// If nothing comes for respondLinger it ends, and the next entry
+	// queued starts another. qmu orders that wait and that end against
+	// enqueue and closePipeline.
+	qmu        sync.Mutex
+	respIdle   bool               // the responder waits on the broker with nothing queued
+	respArmed  bool               // enqueue armed the broker read deadline for the first entry
+	respOff    bool               // no responder runs: the next entry queued starts one
+	pipeClosed bool               // closePipeline has run
+	done       chan struct{}      // closed by close
+	cancel     context.CancelFunc // cancels fc.Ctx; called by close
+	respDone   chan struct{}      // closed when respond returns
+	closeOnce  sync.Once
+	closing    atomic.Bool
+	draining   atomic.Bool
 
 	encBuf  []byte // readRequests' encode buffer
 	respBuf []byte // respond's buffer for whole frames up to keepBuf
@@ -121,29 +125,46 @@ func (v *VirtualCluster) serve(accepted net.Conn, node int32) {
 		v.refuse(raw, raw.RemoteAddr(), reason, errors.New("over the virtual cluster's limit"))
 		return
 	}
-	defer v.limits.Release(raw.RemoteAddr())
 	v.m.connsTotal.Inc()
 	v.m.connsOpen.Inc()
-	defer v.m.connsOpen.Dec()
-	// The setup and the end of a connection are functions of their own
-	// so that their frames are not on the stack while the connection
-	// waits: the goroutine of an idle connection then fits the smallest
-	// stack the runtime shrinks it to.
 	c := v.open(raw, node)
 	if c == nil {
+		v.m.connsOpen.Dec()
+		v.limits.Release(raw.RemoteAddr())
 		return
 	}
-	defer c.cancel()
 	if !v.track(c) {
 		c.close()
+		c.release()
 		return
 	}
-	defer v.untrack(c)
+	// The relay runs on a goroutine of its own, and this one ends. Setting
+	// up (dialing the broker, TLS) grows a goroutine's stack to 8 KiB,
+	// and the runtime halves a stack only while under a quarter of it is
+	// in use, which the reader's wait is not: on a fresh goroutine the
+	// reader of an idle connection keeps the 2–4 KiB its requests need.
+	v.wg.Add(1)
+	go c.relay()
+}
+
+// relay runs the connection until both sides are done. It reads the
+// client's requests itself; the responder runs only while there is
+// something to answer (see respond).
+func (c *conn) relay() {
+	defer c.v.wg.Done()
+	defer c.release()
 	c.log.Debug("connection open")
-	go c.respond()
 	c.finish(c.readRequests())
 	<-c.respDone
 	c.log.Debug("connection closed")
+}
+
+// release gives back what serve took for the connection, once it is over.
+func (c *conn) release() {
+	c.v.untrack(c)
+	c.cancel()
+	c.v.m.connsOpen.Dec()
+	c.v.limits.Release(c.fc.ClientAddr)
 }
 
 // finish ends the request side after readRequests returned err: it logs
@@ -254,6 +275,7 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 		inflight: newPipeline(v.opts.MaxInflight),
 		done:     make(chan struct{}),
 		respDone: make(chan struct{}),
+		respOff:  true,
 		upAddr:   addr,
 		upMech:   upMech,
 		upReauth: reauthAt(time.Now(), lifetime),
@@ -538,9 +560,15 @@ func (c *conn) enqueue(p pending) error {
 // answer: the answer wakes it, and here its read deadline becomes the
 // request's timeout. An entry with no broker answer to wait for (a
 // filter's answer, a barrier) wakes it through the deadline, set in the
-// past.
+// past. If no responder runs, one starts.
 func (c *conn) wakeResponder(p *pending) {
 	c.qmu.Lock()
+	if c.respOff {
+		c.respOff = false
+		c.qmu.Unlock()
+		go c.respond()
+		return
+	}
 	if c.respIdle {
 		c.respIdle = false
 		if p.local == nil && p.barrier == nil {
@@ -554,47 +582,66 @@ func (c *conn) wakeResponder(p *pending) {
 }
 
 // closePipeline tells the responder that no more requests come: it answers
-// those queued and returns.
+// those queued and returns. If none runs, nothing is queued (an entry
+// would have started one), and the response side ends here.
 func (c *conn) closePipeline() {
 	c.inflight.close()
 	c.qmu.Lock()
 	c.pipeClosed = true
+	off := c.respOff
+	c.respOff = false
 	if c.respIdle {
 		c.respIdle = false
 		c.up.SetReadDeadline(time.Unix(1, 0))
 	}
 	c.qmu.Unlock()
+	if off {
+		c.responsesDone()
+	}
 }
+
+// defaultRespondLinger is how long a responder with nothing to answer waits on
+// the broker socket before it ends. A connection sending requests more
+// often than that keeps its responder (starting one costs about what a
+// request does); an idle one has no responder, and its broker socket no
+// reader: a broker closing it is found out by the next request, whose
+// answer cannot be read, as it was while the responder waited on the
+// pipeline rather than the socket.
+const defaultRespondLinger = time.Second
 
 // awaitBroker is the responder's wait while nothing is queued: on the
 // broker socket, until bytes arrive (the answer to a request queued
-// meanwhile), enqueue or closePipeline wakes it, or the socket fails. It
-// reports whether it waited, and whether enqueue armed the read deadline
-// for the entry now first in the queue. It does not wait when the caller
-// must stay off the broker socket, when something is queued or buffered,
-// or when the socket failed before: the next request finds that out, as
-// it would have had the responder waited on the pipeline.
-func (c *conn) awaitBroker() (waited, armed bool) {
-	if c.pipelineOnly || c.ur.Buffered() > 0 {
-		return false, false
+// meanwhile), enqueue or closePipeline wakes it, the socket fails, or
+// linger passes. It reports whether it waited, whether enqueue armed the
+// read deadline for the entry now first in the queue, and whether the
+// responder is to end (off): the wait ended with nothing queued and no
+// bytes, so respOff is set and the next entry starts a responder. It does
+// not wait when something is queued or buffered.
+func (c *conn) awaitBroker(linger time.Duration) (waited, armed, off bool) {
+	if c.ur.Buffered() > 0 {
+		return false, false, false
 	}
 	c.qmu.Lock()
 	if c.inflight.len() > 0 || c.pipeClosed {
 		c.qmu.Unlock()
-		return false, false
+		return false, false, false
 	}
 	c.respIdle = true
-	c.up.SetReadDeadline(time.Time{})
+	c.up.SetReadDeadline(time.Now().Add(linger))
 	c.qmu.Unlock()
 	_, err := c.ur.Peek(1)
 	c.qmu.Lock()
+	defer c.qmu.Unlock()
 	c.respIdle = false
 	armed, c.respArmed = c.respArmed, false
-	c.qmu.Unlock()
-	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		c.pipelineOnly = true
+	// A failed socket ends the responder too, rather than have it spin on
+	// the error; the next entry's responder meets the error again and
+	// reports it against that request.
+	if err != nil && !armed && c.inflight.len() == 0 && !c.pipeClosed {
+		c.respOff = true
+		return true, false, true
 	}
-	return true, armed
+	return true, armed, false
 }
 
 // saslV0Rounds is how many raw token exchanges follow a successful
@@ -1009,10 +1056,22 @@ func encodeResponse(dst []byte, corr int32, key int16, resp kmsg.Response) []byt
 }
 
 // respond writes responses to the client in request order until the
-// pipeline closes or something fails.
+// pipeline closes or something fails, or until it has had nothing to
+// answer for respondLinger (off: wakeResponder starts another).
 func (c *conn) respond() {
-	defer close(c.respDone)
-	defer c.close()
+	if off := c.respondAll(); !off {
+		c.responsesDone()
+	}
+}
+
+// responsesDone ends the response side: the connection closes, and relay
+// may return.
+func (c *conn) responsesDone() {
+	c.close()
+	close(c.respDone)
+}
+
+func (c *conn) respondAll() (off bool) {
 	// armed: enqueue set the broker read deadline for the next entry.
 	// hold: the reader owns the broker socket until it queues again.
 	var armed, hold bool
@@ -1020,7 +1079,7 @@ func (c *conn) respond() {
 		c.armClientWrite()
 		done, idle := c.respondNext(&armed, &hold)
 		if done {
-			return
+			return false
 		}
 		if !idle {
 			continue
@@ -1029,11 +1088,15 @@ func (c *conn) respond() {
 		if c.cw.Buffered() > 0 {
 			if err := c.cw.Flush(); err != nil {
 				c.clientWriteErr(err)
-				return
+				return false
 			}
 		}
 		if !hold {
-			if waited, a := c.awaitBroker(); waited {
+			waited, a, off := c.awaitBroker(c.v.opts.respondLinger)
+			if off {
+				return true
+			}
+			if waited {
 				armed = armed || a
 				continue
 			}

@@ -205,10 +205,14 @@ func (c *conn) finish(err error) {
 // principal, the broker connection. It returns nil, having closed the
 // client connection, if any of that fails.
 func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
-	log := v.log.With("client", raw.RemoteAddr().String())
+	// The connection's logger is built once, with every attribute: each
+	// With is a logger and a handler of its own, kept by the connection.
+	// Until then, a failure logs through one built for it.
+	attrs := []any{"client", raw.RemoteAddr().String()}
 	if node != bootstrapNode {
-		log = log.With("node", node)
+		attrs = append(attrs, "node", node)
 	}
+	log := func() *slog.Logger { return v.log.With(attrs...) }
 	client := raw
 	if v.opts.TLS != nil {
 		tc := tls.Server(raw, v.opts.TLS)
@@ -216,11 +220,11 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 		if err := tc.Handshake(); err != nil {
 			raw.Close()
 			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-				log.Debug("client went away during the TLS handshake", "err", err)
+				log().Debug("client went away during the TLS handshake", "err", err)
 				return nil
 			}
 			v.m.err(errTLSHandshake)
-			log.Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
+			log().Warn("TLS handshake with client failed (is the client using plaintext?)", "err", err)
 			return nil
 		}
 		raw.SetDeadline(time.Time{})
@@ -232,14 +236,14 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 				return nil
 			}
 			if node = n; node != bootstrapNode {
-				log = log.With("node", node)
+				attrs = append(attrs, "node", node)
 			}
 		}
 	}
 	principal, err := v.certPrincipal(client)
 	if err != nil {
 		v.m.err(errTLSHandshake)
-		log.Warn("refusing the client: it has no client certificate the principal mapping rules can name", "err", err)
+		log().Warn("refusing the client: it has no client certificate the principal mapping rules can name", "err", err)
 		client.Close()
 		return nil
 	}
@@ -250,7 +254,7 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 	var upMech kafkasasl.Mechanism
 	if v.opts.UpstreamIdentity == nil || v.opts.SASL == nil {
 		if upMech, err = v.upstreamMechanism(principal); err != nil {
-			log.Warn("refusing the client: "+err.Error(), "principal", principal,
+			log().Warn("refusing the client: "+err.Error(), "principal", principal,
 				"fix", "give the principal credentials under upstream_identity.principals, or set upstream_identity.unmapped: gateway")
 			client.Close()
 			return nil
@@ -259,13 +263,17 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 	up, addr, lifetime, err := v.dialUpstream(node, upMech)
 	if err != nil {
 		v.m.err(errUpstreamConnect)
-		log.Warn("cannot reach the broker; closing the client connection", "err", err)
+		log().Warn("cannot reach the broker; closing the client connection", "err", err)
 		client.Close()
 		return nil
 	}
+	attrs = append(attrs, "broker", addr)
+	if principal != "" {
+		attrs = append(attrs, "principal", principal)
+	}
 	c := &conn{
 		v:        v,
-		log:      log.With("broker", addr),
+		log:      v.log.With(attrs...),
 		client:   client,
 		up:       up,
 		cr:       newConnReader(client, readBufSize),
@@ -297,8 +305,6 @@ func (v *VirtualCluster) open(raw net.Conn, node int32) *conn {
 	}
 	if principal != "" {
 		c.fc.SetPrincipal(principal)
-		c.log = c.log.With("principal", principal)
-		c.fc.Log = c.log
 	}
 	return c
 }
@@ -638,6 +644,10 @@ func (c *conn) awaitBroker(linger time.Duration) (waited, armed, off bool) {
 	// the error; the next entry's responder meets the error again and
 	// reports it against that request.
 	if err != nil && !armed && c.inflight.len() == 0 && !c.pipeClosed {
+		// What only the responder uses goes too; the next one takes its
+		// own.
+		c.respBuf = nil
+		c.inflight.dropRing()
 		c.respOff = true
 		return true, false, true
 	}

@@ -58,6 +58,17 @@ func connGoroutines() int {
 	return count
 }
 
+// trackedConns is the virtual cluster's open connections.
+func trackedConns(v *VirtualCluster) []*conn {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var cs []*conn
+	for c := range v.conns {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 // waitConnGoroutines waits until connGoroutines reports want.
 func waitConnGoroutines(t *testing.T, want int) {
 	t.Helper()
@@ -79,6 +90,19 @@ func TestIdleConnectionHasOneGoroutine(t *testing.T) {
 	for i := int32(1); i <= 3; i++ {
 		c.metadataWorks(i)
 		waitConnGoroutines(t, 1)
+		// Nor does it keep what only the responder used: the buffer
+		// the Metadata answer was rewritten in, the queue's ring.
+		for _, conn := range trackedConns(g.vc) {
+			conn.qmu.Lock()
+			off, buf := conn.respOff, conn.respBuf
+			conn.qmu.Unlock()
+			conn.inflight.mu.Lock()
+			ring := conn.inflight.ring
+			conn.inflight.mu.Unlock()
+			if !off || buf != nil || ring != nil {
+				t.Errorf("idle connection: responder off %v, holds a response buffer of %d bytes and a ring of %d entries", off, cap(buf), len(ring))
+			}
+		}
 	}
 	// Pipelined requests still come back in order.
 	for i := int32(10); i < 20; i++ {

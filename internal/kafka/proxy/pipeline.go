@@ -154,6 +154,16 @@ func (q *pipeline) wait() {
 	q.mu.Unlock()
 }
 
+// dropRing lets go of the ring if nothing is queued: the connection has
+// gone quiet, and the next entry allocates a small one.
+func (q *pipeline) dropRing() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.n == 0 {
+		q.ring, q.head, q.peak, q.empties = nil, 0, 0, 0
+	}
+}
+
 // close says no more entries come; those queued are still popped.
 func (q *pipeline) close() {
 	q.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/straitgw/strait/internal/bench/kafkaload"
+	"github.com/straitgw/strait/internal/bench/promscrape"
 	"github.com/straitgw/strait/internal/bench/report"
 	"github.com/straitgw/strait/internal/bench/result"
 )
@@ -199,10 +200,35 @@ func addRunFlags(fs *flag.FlagSet, labelDefault string) *runFlags {
 	return r
 }
 
+// gatewayMetricsFlag registers --gateway-metrics, the admin /metrics URL
+// of the gateway a Kafka run goes through.
+func gatewayMetricsFlag(fs *flag.FlagSet) *string {
+	return fs.String("gateway-metrics", "", "the gateway's admin /metrics URL (e.g. http://127.0.0.1:9190/metrics): count the Kafka requests it relayed during measurement, by API, for CPU per request")
+}
+
+// checkGatewayMetrics validates --gateway-metrics.
+func checkGatewayMetrics(url string) error {
+	if url == "" {
+		return nil
+	}
+	if err := promscrape.CheckURL(url); err != nil {
+		return fmt.Errorf("--gateway-metrics: %w", err)
+	}
+	return nil
+}
+
+// perAPIFlag registers --per-api, which splits CPU per request between
+// Produce and Fetch with a produce-only run before the measured one.
+func perAPIFlag(fs *flag.FlagSet, what string) *bool {
+	return fs.Bool("per-api", false, "split CPU per request between Produce and Fetch: "+what+" first runs the workload without consumers, then with them, and derives the Fetch cost (docs/bench.md)")
+}
+
 func runBenchKafka(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench kafka", stdout, stderr)
 	workload := workloadFlags(fs)
 	out := addRunFlags(fs, "the bootstrap address")
+	gwMetrics := gatewayMetricsFlag(fs)
+	perAPI := perAPIFlag(fs, "the run")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -210,13 +236,35 @@ func runBenchKafka(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := checkGatewayMetrics(*gwMetrics); err != nil {
+		return err
+	}
+	if *perAPI && (w.ConsumerGroups == 0 || len(out.pids) == 0) {
+		return errors.New("--per-api splits the CPU of watched processes between Produce and Fetch: it needs --watch-pid and --consumer-groups of 1 or more")
+	}
 	if *out.label == "" {
 		*out.label = strings.Join(w.Bootstrap, ",")
 	}
 	label, jsonPath, htmlPath := out.label, out.json, out.report
-	res, err := kafkaload.Run(ctx, w, runOptions(*label, out.pids, *out.quiet, stderr, args))
+	opt := runOptions(*label, out.pids, *out.quiet, stderr, args)
+	opt.GatewayMetrics = *gwMetrics
+	var produceOnly *result.Kafka
+	if *perAPI {
+		fmt.Fprintln(stderr, "== produce only (for --per-api)")
+		po, poOpt := w, opt
+		po.ConsumerGroups = 0
+		poOpt.Label += " produce-only"
+		if produceOnly, err = kafkaload.Run(ctx, po, poOpt); err != nil {
+			return fmt.Errorf("the produce-only run: %w", err)
+		}
+		fmt.Fprintln(stderr, "== producers and consumers")
+	}
+	res, err := kafkaload.Run(ctx, w, opt)
 	if err != nil {
 		return err
+	}
+	if produceOnly != nil {
+		result.SplitByAPI(res, produceOnly)
 	}
 	if err := report.Table(stdout, res); err != nil {
 		return err
@@ -320,6 +368,7 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	quiet := fs.Bool("quiet", false, "no live progress line")
 	var pids pidList
 	fs.Var(&pids, "watch-pid", "report this process's CPU time at each step (repeatable)")
+	gwMetrics := gatewayMetricsFlag(fs)
 	// Sweep steps are short by default.
 	setDefaults(fs, map[string]string{"warmup": "3s", "duration": "10s", "window": "2s"})
 	if err := parse(fs, args); err != nil {
@@ -327,6 +376,9 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	w, err := workload()
 	if err != nil {
+		return err
+	}
+	if err := checkGatewayMetrics(*gwMetrics); err != nil {
 		return err
 	}
 	type stepSpec struct {
@@ -369,7 +421,9 @@ func runBenchSweep(ctx context.Context, args []string, stdout, stderr io.Writer)
 			label = fmt.Sprintf("%d producers", s.producers)
 		}
 		fmt.Fprintf(stderr, "step %d/%d: %s\n", i+1, len(steps), label)
-		res, err := kafkaload.Run(ctx, sw2, runOptions(label, pids, *quiet, stderr, args))
+		opt := runOptions(label, pids, *quiet, stderr, args)
+		opt.GatewayMetrics = *gwMetrics
+		res, err := kafkaload.Run(ctx, sw2, opt)
 		if err != nil {
 			return fmt.Errorf("step %s: %w", label, err)
 		}

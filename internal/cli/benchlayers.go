@@ -65,6 +65,7 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	jsonPath := fs.String("json", "", "write every setup's result, as a JSON array, to this file")
 	htmlPath := fs.String("report", "", "write a self-contained HTML report of the setups' latency curves")
 	quiet := fs.Bool("quiet", false, "no live progress line")
+	perAPI := perAPIFlag(fs, "each gateway setup")
 	rounds := fs.Int("rounds", 1, "measure every setup this many times, interleaved (direct, passthrough, ..., direct, ...); the table shows each setup's median round by publish p99")
 	// A layer table must finish in minutes here: short phases by default.
 	setDefaults(fs, map[string]string{"warmup": "5s", "duration": "20s", "window": "2s", "rate": "5000", "bootstrap": "(set by the run)"})
@@ -78,6 +79,9 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 	setups, err := layerSetups(layers, w)
 	if err != nil {
 		return err
+	}
+	if *perAPI && w.ConsumerGroups == 0 {
+		return errors.New("--per-api splits the gateway's CPU between Produce and Fetch: it needs --consumer-groups of 1 or more")
 	}
 	if *rounds < 1 || *rounds > 20 {
 		return fmt.Errorf("--rounds %d: use 1 to 20", *rounds)
@@ -111,9 +115,10 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("benchmark schemas: %w", err)
 	}
 	broker := fmt.Sprintf("127.0.0.1:%d", *brokerPort)
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", *gatewayPort-1)
 	env := append(os.Environ(), "STRAIT_BENCH_BROKER="+broker, "STRAIT_BENCH_SCHEMAS="+schemaDir,
 		fmt.Sprintf("STRAIT_BENCH_LISTEN=127.0.0.1:%d", *gatewayPort),
-		fmt.Sprintf("STRAIT_BENCH_ADMIN=127.0.0.1:%d", *gatewayPort-1), "STRAIT_BENCH_VAULT="+vaultDir)
+		"STRAIT_BENCH_ADMIN="+adminAddr, "STRAIT_BENCH_VAULT="+vaultDir)
 	brokerArgs := []string{"broker", "--brokers", "1", "--listen", broker,
 		"--partitions", strconv.Itoa(w.Partitions), "--retention-bytes", strconv.Itoa(256 << 20)}
 	if tlsOn {
@@ -186,8 +191,24 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 				sw.Bootstrap = []string{addr}
 				pids = append(pids, gw.Process.Pid)
 			}
+			opt := runOptions(s.name, pids, *quiet, stderr, args)
+			if gw != nil {
+				opt.GatewayMetrics = gatewayMetricsURL(ctx, adminAddr, s.name, stderr)
+			}
+			var produceOnly *result.Kafka
+			if *perAPI && gw != nil {
+				fmt.Fprintf(stderr, "== %s, produce only (for --per-api)%s\n", s.name, roundSuffix(round, *rounds))
+				po, poOpt := sw, opt
+				po.ConsumerGroups = 0
+				poOpt.Label += " produce-only"
+				if produceOnly, err = kafkaload.Run(ctx, po, poOpt); err != nil {
+					stopChild(gw)
+					return fmt.Errorf("setup %s, produce only: %w", s.name, err)
+				}
+				nameProcesses(produceOnly, true)
+			}
 			fmt.Fprintf(stderr, "== %s (payload %s)%s\n", s.name, s.payloadLabel(), roundSuffix(round, *rounds))
-			res, err := kafkaload.Run(ctx, sw, runOptions(s.name, pids, *quiet, stderr, args))
+			res, err := kafkaload.Run(ctx, sw, opt)
 			if gw != nil {
 				stopChild(gw)
 			}
@@ -195,6 +216,9 @@ func runBenchLayers(ctx context.Context, args []string, stdout, stderr io.Writer
 				return fmt.Errorf("setup %s: %w", s.name, err)
 			}
 			nameProcesses(res, gw != nil)
+			if produceOnly != nil {
+				result.SplitByAPI(res, produceOnly)
+			}
 			byRound[si] = append(byRound[si], res)
 			if *outDir != "" {
 				if err := os.MkdirAll(*outDir, 0o755); err != nil {
@@ -384,6 +408,18 @@ func medianRound(rs []*result.Kafka) *result.Kafka {
 	}
 	slices.SortStableFunc(pool, func(a, b *result.Kafka) int { return cmp.Compare(a.PublishLatency.P99, b.PublishLatency.P99) })
 	return pool[(len(pool)-1)/2]
+}
+
+// gatewayMetricsURL is the metrics page of a setup's gateway, whose
+// admin listener the built-in setups and bench/layers configs put at
+// STRAIT_BENCH_ADMIN; "" (and a note) when a layer's config puts it
+// elsewhere, so that its run counts requests by its clients instead.
+func gatewayMetricsURL(ctx context.Context, adminAddr, setup string, stderr io.Writer) string {
+	if err := waitListening(ctx, adminAddr, 5*time.Second); err != nil {
+		fmt.Fprintf(stderr, "setup %s: no admin listener at %s (STRAIT_BENCH_ADMIN), so requests are counted by the clients\n", setup, adminAddr)
+		return ""
+	}
+	return "http://" + adminAddr + "/metrics"
 }
 
 // nameProcesses labels the watched processes of a layer run.

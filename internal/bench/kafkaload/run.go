@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/straitgw/strait/internal/bench/procstat"
+	"github.com/straitgw/strait/internal/bench/promscrape"
 	"github.com/straitgw/strait/internal/bench/result"
 	"github.com/straitgw/strait/internal/bench/stats"
 )
@@ -31,6 +32,10 @@ type Options struct {
 	Overwrite bool
 	// WatchPIDs are processes whose CPU time and memory the run reports.
 	WatchPIDs []int
+	// GatewayMetrics is the admin /metrics URL of the gateway the run goes
+	// through, or "": its request counters are read at the start and the
+	// end of the measurement, to count requests as the gateway saw them.
+	GatewayMetrics string
 	// Args is the command line, for the result's metadata.
 	Args []string
 	// SetupTimeout bounds reaching the cluster, creating topics and
@@ -58,8 +63,15 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.Kafka, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.GatewayMetrics != "" {
+		if err := promscrape.CheckURL(opt.GatewayMetrics); err != nil {
+			return nil, fmt.Errorf("--gateway-metrics: %w", err)
+		}
+	}
+	// Every client counts the requests it writes, for CPU per request.
+	reqs := &requestCounter{}
 	base = append(base, kgo.SeedBrokers(w.Bootstrap...), kgo.DialTimeout(5*time.Second),
-		kgo.RetryTimeout(opt.SetupTimeout), kgo.ClientID("strait-bench"))
+		kgo.RetryTimeout(opt.SetupTimeout), kgo.ClientID("strait-bench"), kgo.WithHooks(reqs))
 
 	setupCtx, cancelSetup := context.WithTimeout(ctx, opt.SetupTimeout)
 	defer cancelSetup()
@@ -89,12 +101,20 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.Kafka, error) {
 	}
 
 	r := newRun(w, opt, pay.Size())
+	r.requests = reqs
 	defer r.close()
 	if err := r.startConsumers(setupCtx, base, parts, starts); err != nil {
 		return nil, setupError(err, setupCtx)
 	}
 	if err := r.startProducers(base); err != nil {
 		return nil, err
+	}
+	if opt.GatewayMetrics != "" {
+		// Setup went through the gateway, so its page must count requests
+		// by now: a wrong URL fails here, not after the run.
+		if _, err := scrapeGateway(setupCtx, opt.GatewayMetrics); err != nil {
+			return nil, err
+		}
 	}
 	var watch *procstat.Watch
 	if len(opt.WatchPIDs) > 0 {
@@ -148,6 +168,7 @@ type run struct {
 	firstErr             atomic.Pointer[string]
 	measuring            atomic.Bool
 	stopConsumers        context.CancelFunc
+	requests             *requestCounter
 }
 
 func newRun(w Workload, opt Options, size int) *run {
@@ -359,10 +380,12 @@ func (r *run) drive(ctx context.Context, pay *payloads, watch *procstat.Watch) *
 		measureDone = make(chan struct{})
 	)
 	var watchMu sync.Mutex // the timers below run on their own goroutines
+	counts := &requestWindow{url: r.opt.GatewayMetrics}
 	startTimer := time.AfterFunc(time.Until(r.warmEnd), func() {
 		watchMu.Lock()
 		defer watchMu.Unlock()
 		r.measuring.Store(true)
+		counts.start(ctx, r.requests)
 		if watch != nil {
 			if err := watch.Start(); err != nil {
 				r.countError("watch", err)
@@ -383,6 +406,7 @@ func (r *run) drive(ctx context.Context, pay *payloads, watch *procstat.Watch) *
 			}
 			procs = p
 		}
+		counts.stop(ctx, r.requests)
 		close(measureDone)
 	})
 
@@ -448,6 +472,7 @@ loop:
 		if watch != nil && !stopAt.Before(r.warmEnd) {
 			procs, _ = watch.Stop()
 		}
+		counts.stop(ctx, r.requests)
 		watchMu.Unlock()
 		close(measureDone)
 	}
@@ -534,12 +559,15 @@ loop:
 			res.Windows[i].E2EP99 = res.E2ELatency.WindowP99[i]
 		}
 	}
+	if err := counts.fill(res, measured); err != nil {
+		r.countError("gateway metrics", err)
+	}
+	var requests int64
+	if c := res.CountedRequests(); c != nil {
+		requests = c.Total
+	}
 	for i := range res.Processes {
-		p := &res.Processes[i]
-		mbps := res.PublishMBps + res.ConsumeMBps
-		if mbps > 0 && measured > 0 {
-			p.MsCPUPerMBps = p.CPUSeconds * 1000 / measured / mbps
-		}
+		res.Processes[i].SetTraffic(measured, res.PublishMBps+res.ConsumeMBps, requests)
 	}
 	r.judge(res, due)
 	if math.IsNaN(measured) {

@@ -63,22 +63,29 @@ func KafkaRun(k *result.Kafka) Run {
 			{"peak backlog", "records", float64(k.PeakBacklog)},
 		},
 	}
+	if c := k.CountedRequests(); c != nil {
+		r.Metrics = append(r.Metrics, Metric{"Kafka requests", "req/s", c.PerSecond})
+	}
 	r.Metrics = append(r.Metrics, processMetrics(k.Processes, k.DurationS, Metric{Name: "CPU per MB/s", Unit: "mc"},
-		func(p result.Process) float64 { return p.MsCPUPerMBps })...)
+		func(p result.Process) float64 { return p.MsCPUPerMBps }, kafkaRequestMetrics)...)
 	return r
 }
 
 // processMetrics are each watched process's CPU, sizing figure (named and
-// measured by sizing and figure) and peak memory.
-func processMetrics(ps []result.Process, durationS float64, sizing Metric, figure func(result.Process) float64) []Metric {
+// measured by sizing and figure), the figures more returns (if not nil)
+// and peak memory.
+func processMetrics(ps []result.Process, durationS float64, sizing Metric, figure func(result.Process) float64, more func(result.Process) []Metric) []Metric {
 	var out []Metric
 	for _, p := range ps {
 		name := processName(p)
 		out = append(out,
 			Metric{name + " CPU", "cores", cores(p, durationS)},
 			Metric{name + " " + sizing.Name, sizing.Unit, figure(p)},
-			Metric{name + " peak RSS", "MiB", float64(p.PeakRSSBytes) / (1 << 20)},
 		)
+		if more != nil {
+			out = append(out, more(p)...)
+		}
+		out = append(out, Metric{name + " peak RSS", "MiB", float64(p.PeakRSSBytes) / (1 << 20)})
 	}
 	return out
 }
@@ -250,7 +257,7 @@ func LLMRun(l *result.LLM) Run {
 		r.Series = append(r.Series, Series{SeriesFirstEvent, *l.FirstEvent})
 	}
 	r.Metrics = append(r.Metrics, processMetrics(l.Processes, l.DurationS, Metric{Name: "CPU per 1,000 requests", Unit: "ms"},
-		func(p result.Process) float64 { return p.CPUPerKRequests })...)
+		func(p result.Process) float64 { return p.CPUPerKRequests }, nil)...)
 	return r
 }
 

@@ -44,6 +44,7 @@ func Table(w io.Writer, r *result.Kafka) error {
 
 	writeLatencyTable(&b, KafkaRun(r).Series)
 	writeProcessTable(&b, r.Processes, r.DurationS, "mc per MB/s", func(p result.Process) float64 { return p.MsCPUPerMBps })
+	writeKafkaRequests(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

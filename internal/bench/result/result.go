@@ -88,6 +88,11 @@ type Process struct {
 	// CPUMicrosPerRequest is the same figure as CPUPerKRequests in the unit
 	// requests are sized by: microseconds of CPU per request.
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request,omitempty"`
+	// CPUMicrosPerProduce and CPUMicrosPerFetch split a Kafka run's CPU
+	// per request by API (see SplitByAPI): per Produce as measured in a
+	// produce-only run, per Fetch derived from this run. 0 when not split.
+	CPUMicrosPerProduce float64 `json:"cpu_us_per_produce,omitempty"`
+	CPUMicrosPerFetch   float64 `json:"cpu_us_per_fetch,omitempty"`
 }
 
 // SetTraffic fills in the sizing coefficients from the traffic that went
@@ -164,6 +169,77 @@ type Kafka struct {
 
 	Windows   []Window  `json:"windows,omitempty"`
 	Processes []Process `json:"processes,omitempty"`
+
+	// ClientRequests are the Kafka requests the harness's clients wrote
+	// during the measurement (the same window as Processes), by API.
+	ClientRequests *Requests `json:"client_requests,omitempty"`
+	// GatewayRequests are those the gateway counted over the same window:
+	// the increase of strait_kafka_requests_total on its metrics page,
+	// GatewayMetrics, summed over virtual clusters.
+	GatewayRequests *Requests `json:"gateway_requests,omitempty"`
+	GatewayMetrics  string    `json:"gateway_metrics,omitempty"`
+	// RequestsCountedBy names the count each process's cpu_us_per_request
+	// divides by: CountedByGateway when the gateway's was read,
+	// CountedByClient otherwise.
+	RequestsCountedBy string `json:"requests_counted_by,omitempty"`
+	// ProduceOnly is the produce-only run that split this run's CPU per
+	// request into Produce and Fetch (SplitByAPI), when there was one.
+	ProduceOnly *Kafka `json:"produce_only,omitempty"`
+	// SplitNotes says how the split was made and what it could not do.
+	SplitNotes []string `json:"split_notes,omitempty"`
+}
+
+// Who counted a run's Kafka requests: the values of RequestsCountedBy.
+const (
+	CountedByGateway = "gateway"
+	CountedByClient  = "client"
+)
+
+// Names of the Kafka APIs a run's CPU is split between, as the gateway's
+// api label and franz-go both name them.
+const (
+	APIProduce = "Produce"
+	APIFetch   = "Fetch"
+)
+
+// Requests counts the Kafka requests of a measurement.
+type Requests struct {
+	Total int64 `json:"total"`
+	// ByAPI splits Total by API name ("Produce", "Fetch", ...).
+	ByAPI     map[string]int64 `json:"by_api,omitempty"`
+	PerSecond float64          `json:"per_second"`
+}
+
+// NewRequests counts byAPI over durationS seconds.
+func NewRequests(byAPI map[string]int64, durationS float64) *Requests {
+	r := &Requests{ByAPI: map[string]int64{}}
+	for api, n := range byAPI {
+		if n > 0 {
+			r.ByAPI[api] = n
+			r.Total += n
+		}
+	}
+	if durationS > 0 {
+		r.PerSecond = float64(r.Total) / durationS
+	}
+	return r
+}
+
+// API is how many requests of api there were.
+func (r *Requests) API(api string) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.ByAPI[api]
+}
+
+// CountedRequests is the count the run's CPU per request divides by:
+// the gateway's when it was read, the clients' otherwise (nil if neither).
+func (k *Kafka) CountedRequests() *Requests {
+	if k.RequestsCountedBy == CountedByGateway && k.GatewayRequests != nil {
+		return k.GatewayRequests
+	}
+	return k.ClientRequests
 }
 
 // SweepStep is one step of a sweep: one run at one load.

@@ -38,14 +38,15 @@ func main() {
 	brokerPort := flag.Int("broker-port", 29092, "broker port")
 	gatewayPort := flag.Int("gateway-port", 29192, "gateway bootstrap port")
 	settle := flag.Duration("settle", 5*time.Second, "wait before measuring, after the last connection")
+	gc := flag.Bool("gc", false, "have the gateway collect garbage (through /debug/pprof/heap?gc=1) before each measurement, so the heap figures count live objects only")
 	flag.Parse()
-	if err := run(*strait, *conns, *brokerPort, *gatewayPort, *settle); err != nil {
+	if err := run(*strait, *conns, *brokerPort, *gatewayPort, *settle, *gc); err != nil {
 		fmt.Fprintln(os.Stderr, "idleconns:", err)
 		os.Exit(1)
 	}
 }
 
-func run(strait string, n, brokerPort, gatewayPort int, settle time.Duration) error {
+func run(strait string, n, brokerPort, gatewayPort int, settle time.Duration, gc bool) error {
 	dir, err := os.MkdirTemp("", "strait-idle-")
 	if err != nil {
 		return err
@@ -92,6 +93,9 @@ virtual_clusters:
 	}
 	defer first.Close()
 	time.Sleep(settle)
+	if gc {
+		collect(admin)
+	}
 	before := rss(gateway.Process.Pid)
 	mBefore := goMem(admin)
 	open := make([]net.Conn, 0, n)
@@ -108,6 +112,9 @@ virtual_clusters:
 		open = append(open, c)
 	}
 	time.Sleep(settle)
+	if gc {
+		collect(admin)
+	}
 	after := rss(gateway.Process.Pid)
 	mAfter := goMem(admin)
 	fmt.Printf("gateway RSS: %d KiB with 1 connection, %d KiB with %d more idle connections: %.1f KiB per connection pair\n",
@@ -141,6 +148,17 @@ func openOne(addr string, req []byte) (net.Conn, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// collect makes the gateway run a garbage collection: the heap profile
+// handler does one first when asked with gc=1.
+func collect(admin string) {
+	resp, err := http.Get("http://" + admin + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
 
 // goMem reads the Go runtime's memory gauges from the admin listener.

@@ -48,10 +48,16 @@ type benchJSON struct {
 	Publish   struct{ P50, P99 float64 } `json:"publish_latency_ms"`
 	E2E       struct{ P50, P99 float64 } `json:"e2e_latency_ms"`
 	Processes []struct {
-		Name         string
-		MsCPUPerMBps float64 `json:"ms_cpu_per_mbps"`
-		CPUSeconds   float64 `json:"cpu_seconds"`
+		Name                string
+		MsCPUPerMBps        float64 `json:"ms_cpu_per_mbps"`
+		CPUSeconds          float64 `json:"cpu_seconds"`
+		CPUMicrosPerRequest float64 `json:"cpu_us_per_request"`
+		CPUMicrosPerProduce float64 `json:"cpu_us_per_produce"`
 	}
+	GatewayRequests *struct {
+		ByAPI map[string]int64 `json:"by_api"`
+	} `json:"gateway_requests"`
+	RequestsCountedBy string `json:"requests_counted_by"`
 	Steps []struct {
 		Target    float64
 		Saturated bool
@@ -90,8 +96,8 @@ func TestBenchKafkaCompareSweep(t *testing.T) {
 		if r.Kind != "kafka" || !r.Valid || r.Published < 500 || r.Publish.P99 <= 0 || r.E2E.P99 <= 0 {
 			t.Errorf("run %s: %+v", name, r)
 		}
-		if len(r.Processes) != 1 || r.Processes[0].CPUSeconds <= 0 {
-			t.Errorf("run %s: watched processes %+v, want the broker's CPU time", name, r.Processes)
+		if len(r.Processes) != 1 || r.Processes[0].CPUSeconds <= 0 || r.Processes[0].CPUMicrosPerRequest <= 0 || r.RequestsCountedBy != "client" {
+			t.Errorf("run %s: watched processes %+v, requests counted by %q; want the broker's CPU time and CPU per request by the clients' count", name, r.Processes, r.RequestsCountedBy)
 		}
 		if !strings.Contains(stdout, "p99") {
 			t.Errorf("run %s: the end-of-run table has no p99:\n%s", name, stdout)
@@ -127,6 +133,8 @@ func TestBenchKafkaBadInputIsOneLine(t *testing.T) {
 		{[]string{"--bootstrap", testkit.Addr(closedPort(t))}, "cannot reach the cluster", 1},
 		{[]string{"--acks", "2"}, "--acks", 1},
 		{[]string{"--config", "/nonexistent/client.properties"}, "--config", 1},
+		{[]string{"--gateway-metrics", "127.0.0.1:9190/metrics"}, "--gateway-metrics", 1},
+		{[]string{"--per-api"}, "--watch-pid", 1},
 	} {
 		_, stderr, code := runStrait(t, time.Minute, append([]string{"bench", "kafka", "--duration", "1s"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
@@ -151,7 +159,9 @@ func onlyStalled(problems []string) bool {
 // adds a setup that sends Avro reference records instead of the run's
 // random values, through record validation, which refuses any record that
 // is not Avro with schema id 1. (One setup more costs about 3 s; the
-// choice of each share's baseline has its own tests.)
+// choice of each share's baseline has its own tests.) The SASL run splits
+// the gateway's CPU per request by API (--per-api: one produce-only run
+// more). Every gateway's requests are counted from its admin /metrics.
 func TestBenchLayers(t *testing.T) {
 	needBinary(t)
 	avroLayer := []string{"--layer", "validation-avro=bench/layers/validation-avro.yaml,payload=avro,schema-id=1"}
@@ -165,6 +175,8 @@ func TestBenchLayers(t *testing.T) {
 				"--rate", "300", "--warmup", "500ms", "--duration", "2s", "--quiet", "--out-dir", out}
 			if security == "plaintext" {
 				args = append(args, avroLayer...)
+			} else {
+				args = append(args, "--per-api")
 			}
 			stdout, stderr, code := runStrait(t, 3*time.Minute, args...)
 			if code != 0 {
@@ -196,12 +208,26 @@ func TestBenchLayers(t *testing.T) {
 			}
 			var gw bool
 			for _, p := range pass.Processes {
-				if p.Name == "gateway" && p.CPUSeconds > 0 && p.MsCPUPerMBps > 0 {
+				if p.Name == "gateway" && p.CPUSeconds > 0 && p.MsCPUPerMBps > 0 && p.CPUMicrosPerRequest > 0 &&
+					(security == "plaintext" || p.CPUMicrosPerProduce > 0) {
 					gw = true
 				}
 			}
 			if !gw {
 				t.Errorf("passthrough run lacks the gateway's CPU figures: %+v", pass.Processes)
+			}
+			// The run read the gateway's own request counters.
+			if g := pass.GatewayRequests; pass.RequestsCountedBy != "gateway" || g == nil || g.ByAPI["Produce"] <= 0 || g.ByAPI["Fetch"] <= 0 {
+				t.Errorf("passthrough requests counted by %q: %+v", pass.RequestsCountedBy, g)
+			}
+			want := []string{"| gateway CPU per request (µs) | – |"}
+			if security != "plaintext" {
+				want = append(want, "| gateway CPU per Produce (µs) | – |")
+			}
+			for _, w := range want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("layer table lacks %q:\n%s", w, stdout)
+				}
 			}
 		})
 	}

@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/straitgw/strait/internal/bench/procstat"
 	"github.com/straitgw/strait/internal/bench/result"
 	"github.com/straitgw/strait/internal/bench/stats"
@@ -44,9 +42,17 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.LLM, error) {
 		return nil, err
 	}
 	r := &run{w: w, opt: opt, errKinds: map[string]int64{}, statuses: map[string]int64{}}
-	r.clients = newClients(w)
-	defer r.closeIdle()
 	r.path, r.body = requestFor(w)
+	if w.H2C {
+		h, err := newH2Client(r)
+		if err != nil {
+			return nil, err
+		}
+		r.h2 = h
+	} else {
+		r.clients = newClients(w)
+	}
+	defer r.closeIdle()
 	if err := r.probe(ctx); err != nil {
 		return nil, err
 	}
@@ -94,7 +100,8 @@ func Run(ctx context.Context, w Workload, opt Options) (*result.LLM, error) {
 type run struct {
 	w       Workload
 	opt     Options
-	clients []*http.Client
+	clients []*http.Client // HTTP/1.1 and https
+	h2      *h2Client      // h2c
 	path    string
 	body    []byte
 
@@ -110,22 +117,6 @@ type run struct {
 
 func newClients(w Workload) []*http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-	if w.H2C {
-		cs := make([]*http.Client, w.Conns)
-		for i := range cs {
-			// One transport per connection: with strict stream limits it
-			// never opens a second one, so --conns is exact.
-			cs[i] = &http.Client{Transport: &http2.Transport{
-				AllowHTTP:                  true,
-				StrictMaxConcurrentStreams: true,
-				DisableCompression:         true,
-				DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-					return dialer.DialContext(ctx, network, addr)
-				},
-			}}
-		}
-		return cs
-	}
 	tr := &http.Transport{
 		DialContext:         dialer.DialContext,
 		MaxIdleConns:        w.MaxInflight,
@@ -139,6 +130,9 @@ func newClients(w Workload) []*http.Client {
 }
 
 func (r *run) closeIdle() {
+	if r.h2 != nil {
+		r.h2.close()
+	}
 	for _, c := range r.clients {
 		c.CloseIdleConnections()
 	}
@@ -193,7 +187,25 @@ func (r *run) newRequest(ctx context.Context) (*http.Request, error) {
 func (r *run) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.w.Timeout+5*time.Second)
 	defer cancel()
-	o := r.do(ctx, r.clients[0])
+	var o outcome
+	if r.h2 != nil {
+		ch := make(chan outcome, 1)
+		r.h2.add(pending{probe: ch})
+		r.h2.nextSlot()
+	wait:
+		for {
+			r.h2.tick(time.Now())
+			select {
+			case o = <-ch:
+				break wait
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pollEvery):
+			}
+		}
+	} else {
+		o = r.do(ctx, r.clients[0])
+	}
 	if o.kind == "" {
 		return nil
 	}
@@ -341,13 +353,17 @@ loop:
 	// Let the schedule's last requests start and every request finish
 	// (each is bounded by the timeout).
 	<-schedDone
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(r.w.Timeout + 10*time.Second):
-		cancelReqs()
-		<-waited
+	if r.h2 != nil {
+		r.h2.close() // the schedule waited for the answers
+	} else {
+		waited := make(chan struct{})
+		go func() { wg.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(r.w.Timeout + 10*time.Second):
+			cancelReqs()
+			<-waited
+		}
 	}
 	r.lat.Finish(time.Now())
 	if r.first != nil {
@@ -400,10 +416,15 @@ loop:
 	return res
 }
 
-// schedule starts each request at its intended time, each on its own
-// goroutine. It never waits for an answer: a slow target shows as latency
-// and requests in flight, not as a lower send rate.
+// schedule starts each request at its intended time. It never waits for
+// an answer: a slow target shows as latency and requests in flight, not as
+// a lower send rate. Over HTTP/1.1 each request runs on a goroutine of its
+// own.
 func (r *run) schedule(ctx context.Context, s schedule, wg *sync.WaitGroup) {
+	if r.h2 != nil {
+		r.scheduleH2(ctx, s)
+		return
+	}
 	for i := int64(0); ; i++ {
 		intended := s.Intended(i)
 		if !intended.Before(r.end) {
@@ -421,32 +442,104 @@ func (r *run) schedule(ctx context.Context, s schedule, wg *sync.WaitGroup) {
 		if ctx.Err() != nil {
 			return
 		}
-		measured := !intended.Before(r.warmEnd)
-		if measured {
-			r.due.Add(1)
+		if !r.admit(intended) {
+			continue
 		}
-		if r.inflight.Load() >= int64(r.w.MaxInflight) {
-			continue // due but not sent: the result says so
-		}
-		n := r.inflight.Add(1)
-		for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
-		}
-		if measured {
-			r.sent.Add(1)
-		}
-		r.sentAll.Add(1)
-		c := r.clients[int(i)%len(r.clients)]
+		p := pending{intended: intended, measured: !intended.Before(r.warmEnd)}
+		r.countSent(p)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer r.inflight.Add(-1)
 			rctx, cancel := context.WithTimeout(ctx, r.w.Timeout)
-			o := r.do(rctx, c)
+			o := r.do(rctx, r.clients[0])
 			cancel()
-			done := time.Now()
-			r.account(o, intended, done, measured)
+			r.deliver(p, o, time.Now())
 		}()
 	}
+}
+
+// scheduleH2 is schedule for h2c, where the same goroutine drives the
+// connections: at each wake it hands every request due to a connection
+// and runs the client's tick. It sleeps pollEvery while anything is in
+// flight, else until the next request is due; once the schedule is over
+// it returns when every answer is in, or the last request has had its
+// timeout and ten seconds more.
+func (r *run) scheduleH2(ctx context.Context, s schedule) {
+	h := r.h2
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	i := int64(0)
+	intended := s.Intended(0)
+	scheduling := intended.Before(r.end)
+	var deadline time.Time
+	for {
+		now := time.Now()
+		added := false
+		for scheduling && !intended.After(now) {
+			if r.admit(intended) {
+				h.add(pending{intended: intended, measured: !intended.Before(r.warmEnd)})
+				added = true
+			}
+			i++
+			if intended = s.Intended(i); !intended.Before(r.end) {
+				scheduling = false
+				deadline = now.Add(r.w.Timeout + 10*time.Second)
+			}
+		}
+		if added {
+			h.nextSlot()
+		}
+		h.tick(now)
+		if !scheduling && (r.inflight.Load() == 0 || now.After(deadline)) {
+			return
+		}
+		wake := now.Add(pollEvery)
+		if scheduling && intended.After(wake) && !h.busy() {
+			wake = intended
+		}
+		timer.Reset(time.Until(wake))
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+	}
+}
+
+// admit counts a request due and reports whether it may be sent: not if
+// --max-inflight requests are outstanding.
+func (r *run) admit(intended time.Time) bool {
+	if !intended.Before(r.warmEnd) {
+		r.due.Add(1)
+	}
+	if r.inflight.Load() >= int64(r.w.MaxInflight) {
+		return false // due but not sent: the result says so
+	}
+	n := r.inflight.Add(1)
+	for p := r.peak.Load(); n > p && !r.peak.CompareAndSwap(p, n); p = r.peak.Load() {
+	}
+	return true
+}
+
+// countSent counts a request as sent.
+func (r *run) countSent(p pending) {
+	if p.probe != nil {
+		return
+	}
+	if p.measured {
+		r.sent.Add(1)
+	}
+	r.sentAll.Add(1)
+}
+
+// deliver takes a request's outcome, at the time it was complete.
+func (r *run) deliver(p pending, o outcome, done time.Time) {
+	if p.probe != nil {
+		p.probe <- o
+		return
+	}
+	r.account(o, p.intended, done, p.measured)
+	r.inflight.Add(-1)
 }
 
 func (r *run) account(o outcome, intended, done time.Time, measured bool) {
@@ -457,7 +550,9 @@ func (r *run) account(o outcome, intended, done time.Time, measured bool) {
 		return
 	}
 	r.mu.Lock()
-	if o.status != 0 {
+	if o.status == http.StatusOK {
+		r.statuses["200"]++
+	} else if o.status != 0 {
 		r.statuses[strconv.Itoa(o.status)]++
 	}
 	if o.kind != "" {

@@ -35,8 +35,8 @@ func SplitByAPI(mixed, produceOnly *Kafka) {
 		"µs per Produce is measured in a produce-only run, µs per Fetch derived: the mixed run's CPU less its %d Produce requests at the produce-only cost, over its %d Fetch requests (requests counted by the %s; the mixed run's %d other requests count as Fetch)",
 		produces, fetches, by, countM.Total-produces-fetches))
 	mixed.SplitNotes = append(mixed.SplitNotes, fmt.Sprintf(
-		"records per Produce: %.1f in the produce-only run, %.1f in the mixed one (a Produce of more records costs more)",
-		recordsPer(produceOnly, alone), recordsPer(mixed, produces)))
+		"Produce requests: %s/s of %.1f records each in the produce-only run, %s/s of %.1f in the mixed one (the split assumes a Produce costs the same in both; a busier process pays less per request, a larger Produce more)",
+		rate(alone, produceOnly.DurationS), recordsPer(produceOnly, alone), rate(produces, mixed.DurationS), recordsPer(mixed, produces)))
 	for i := range mixed.Processes {
 		p := &mixed.Processes[i]
 		var q *Process
@@ -66,4 +66,12 @@ func SplitByAPI(mixed, produceOnly *Kafka) {
 // measurement per Produce request.
 func recordsPer(k *Kafka, produces int64) float64 {
 	return k.PublishRate * k.DurationS / float64(produces)
+}
+
+// rate is n per second over durationS seconds, rounded.
+func rate(n int64, durationS float64) string {
+	if durationS <= 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f", float64(n)/durationS)
 }

@@ -41,7 +41,7 @@ func TestSplitByAPIDerivesFetchFromTheProduceOnlyCost(t *testing.T) {
 		t.Errorf("broker: %v µs per Produce, %v per Fetch; want 125 and none", br.CPUMicrosPerProduce, br.CPUMicrosPerFetch)
 	}
 	notes := strings.Join(mixed.SplitNotes, "\n")
-	for _, want := range []string{"derived", "counted by the gateway", "10 other requests", "records per Produce: 1.9 in the produce-only run, 3.0 in the mixed one", "broker (pid 20): no µs per Fetch"} {
+	for _, want := range []string{"derived", "counted by the gateway", "10 other requests", "Produce requests: 1600/s of 1.9 records each in the produce-only run, 1000/s of 3.0 in the mixed one", "broker (pid 20): no µs per Fetch"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

@@ -58,7 +58,7 @@ type benchJSON struct {
 		ByAPI map[string]int64 `json:"by_api"`
 	} `json:"gateway_requests"`
 	RequestsCountedBy string `json:"requests_counted_by"`
-	Steps []struct {
+	Steps             []struct {
 		Target    float64
 		Saturated bool
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -236,7 +235,7 @@ func (h *h2Client) tick(now time.Time) {
 		c.flush()
 		if c.closing && !c.dead {
 			c.dead = true
-			c.nc.Close()
+			c.closeSock()
 		}
 	}
 	kept := h.conns[:0]
@@ -269,7 +268,7 @@ func (h *h2Client) takeDial(d dialResult) {
 		return
 	}
 	if h.closed {
-		d.c.nc.Close()
+		d.c.closeSock()
 		return
 	}
 	s.cur = d.c
@@ -287,7 +286,7 @@ func (h *h2Client) close() {
 	close(h.dialed)
 	for d := range h.dialed {
 		if d.c != nil {
-			d.c.nc.Close()
+			d.c.closeSock()
 		}
 	}
 	for _, s := range h.slots {
@@ -341,15 +340,22 @@ func (s *h2Slot) failQueue(r *run, o outcome) {
 
 // h2Conn is one HTTP/2 connection.
 type h2Conn struct {
-	h     *h2Client
-	slot  *h2Slot
-	nc    net.Conn
-	rc    syscall.RawConn
-	fr    *http2.Framer
-	in    []byte // received, not yet parsed: in[inOff:]
-	inOff int
-	live  bool   // past the handshake: the framer reads from in
-	out   []byte // frames to write
+	h    *h2Client
+	slot *h2Slot
+	nc   net.Conn // for the handshake only
+	fd   int      // the socket after it, -1 once closed
+	fr   *http2.Framer
+	dec  *hpack.Decoder
+	hdr  struct { // the header block being decoded
+		stream uint32
+		ended  bool // its HEADERS frame ended the stream
+		status string
+	}
+	in     []byte // received, not yet parsed: in[inOff:]
+	inOff  int
+	live   bool   // past the handshake: the framer reads from in
+	out    []byte // frames to write: out[outOff:]
+	outOff int
 
 	streams map[uint32]*h2Stream
 	order   []*h2Stream // sent and not yet swept, oldest first
@@ -366,6 +372,14 @@ type h2Conn struct {
 	goaway     bool   // draining: no new streams
 	closing    bool   // drained: close once its frames are written
 	dead       bool
+}
+
+// closeSock closes the connection's socket, once.
+func (c *h2Conn) closeSock() {
+	if c.fd >= 0 {
+		closeFD(c.fd)
+		c.fd = -1
+	}
 }
 
 // frameIO is the framer's side of a connection: it writes into out and,
@@ -401,22 +415,16 @@ func (h *h2Client) connect(s *h2Slot) (*h2Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return fail(errors.New("h2c: the connection offers no raw access"))
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return fail(err)
-	}
 	c := &h2Conn{
-		h: h, slot: s, nc: nc, rc: rc, streams: map[uint32]*h2Stream{}, nextID: 1,
+		h: h, slot: s, nc: nc, fd: -1, streams: map[uint32]*h2Stream{}, nextID: 1,
 		maxStreams: math.MaxUint32, maxFrame: 16384, initWin: 65535, sendWin: 65535,
 		in: make([]byte, 0, 64<<10),
 	}
 	c.fr = http2.NewFramer(frameIO{c}, frameIO{c})
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = 1 << 20
+	// Header blocks are decoded here rather than by the framer, so that
+	// only :status is taken from them and nothing else allocated.
+	c.dec = hpack.NewDecoder(4096, c.onField)
+	c.dec.SetMaxStringLength(1 << 20)
 	c.out = append(c.out, http2.ClientPreface...)
 	c.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: recvWindow})
@@ -436,7 +444,9 @@ func (h *h2Client) connect(s *h2Slot) (*h2Conn, error) {
 	if !ok || sf.IsAck() {
 		return fail(fmt.Errorf("the server did not start with HTTP/2 SETTINGS (got %v): is it an h2c endpoint?", f.Header().Type))
 	}
-	nc.SetReadDeadline(time.Time{})
+	if c.fd, err = detach(nc); err != nil {
+		return fail(err)
+	}
 	c.settings(sf)
 	c.live = true
 	return c, nil
@@ -459,7 +469,7 @@ func (c *h2Conn) receive() {
 			c.in = append(c.in[:len(c.in):len(c.in)], make([]byte, cap(c.in))...)[:len(c.in)]
 		}
 		room := c.in[len(c.in):cap(c.in)]
-		n, err := readNow(c.rc, room)
+		n, err := readNow(c.fd, room)
 		c.in = c.in[:len(c.in)+n]
 		got = got || n > 0
 		if err != nil {
@@ -519,18 +529,25 @@ func frameReady(b []byte) bool {
 	}
 }
 
-// flush writes the connection's frames, as much as the socket takes now.
+// flush writes the connection's frames, as much as the socket takes now;
+// the rest waits for the next tick.
 func (c *h2Conn) flush() {
 	if c.dead || len(c.out) == 0 {
 		return
 	}
-	n, err := writeNow(c.rc, c.out)
+	n, err := writeNow(c.fd, c.out[c.outOff:])
 	if err != nil {
 		c.fail(err)
 		return
 	}
-	k := copy(c.out, c.out[n:])
-	c.out = c.out[:k]
+	if c.outOff += n; c.outOff == len(c.out) {
+		c.out, c.outOff = c.out[:0], 0
+	} else if c.outOff > len(c.out)/2 {
+		// Move the rest to the front now and then, not at every
+		// partial write.
+		k := copy(c.out, c.out[c.outOff:])
+		c.out, c.outOff = c.out[:k], 0
+	}
 }
 
 // settings applies the server's SETTINGS and acknowledges them.
@@ -720,7 +737,7 @@ func (c *h2Conn) sweep(now time.Time) {
 // fail ends the connection and every stream on it.
 func (c *h2Conn) fail(err error) {
 	c.dead = true
-	c.nc.Close()
+	c.closeSock()
 	if c.slot.cur == c {
 		c.slot.cur = nil
 	}
@@ -760,23 +777,21 @@ func (c *h2Conn) handle(f http2.Frame, now time.Time) error {
 		if f.StreamEnded() {
 			c.endStream(st, now)
 		}
-	case *http2.MetaHeadersFrame:
-		st := c.streams[f.StreamID]
-		if st == nil {
-			return nil
+	case *http2.HeadersFrame:
+		c.hdr.stream, c.hdr.ended, c.hdr.status = f.StreamID, f.StreamEnded(), ""
+		c.dec.SetEmitEnabled(true)
+		if _, err := c.dec.Write(f.HeaderBlockFragment()); err != nil {
+			return fmt.Errorf("decoding response headers: %w", err)
 		}
-		if st.status == 0 {
-			code, err := strconv.Atoi(f.PseudoValue("status"))
-			if err != nil || code < 100 || code > 999 {
-				c.reset(st, outcome{kind: "protocol error", detail: fmt.Sprintf("bad :status %q", f.PseudoValue("status"))}, now)
-				return nil
-			}
-			if code >= 200 {
-				st.status = code
-			}
+		if f.HeadersEnded() {
+			return c.headersDone(now)
 		}
-		if f.StreamEnded() {
-			c.endStream(st, now)
+	case *http2.ContinuationFrame:
+		if _, err := c.dec.Write(f.HeaderBlockFragment()); err != nil {
+			return fmt.Errorf("decoding response headers: %w", err)
+		}
+		if f.HeadersEnded() {
+			return c.headersDone(now)
 		}
 	case *http2.RSTStreamFrame:
 		if st := c.streams[f.StreamID]; st != nil {
@@ -813,6 +828,41 @@ func (c *h2Conn) handle(f http2.Frame, now time.Time) error {
 		c.drain()
 	case *http2.PushPromiseFrame:
 		return errors.New("the server pushed a stream, which the client disabled")
+	}
+	return nil
+}
+
+// onField takes a decoded response header field: only :status, which
+// comes first, matters; the rest is decoded (the table must follow the
+// server's) without being handed over.
+func (c *h2Conn) onField(f hpack.HeaderField) {
+	if f.Name == ":status" {
+		c.hdr.status = f.Value
+		c.dec.SetEmitEnabled(false)
+	}
+}
+
+// headersDone acts on a whole response header block.
+func (c *h2Conn) headersDone(now time.Time) error {
+	if err := c.dec.Close(); err != nil {
+		return fmt.Errorf("decoding response headers: %w", err)
+	}
+	st := c.streams[c.hdr.stream]
+	if st == nil {
+		return nil
+	}
+	if st.status == 0 {
+		code, err := strconv.Atoi(c.hdr.status)
+		if err != nil || code < 100 || code > 999 {
+			c.reset(st, outcome{kind: "protocol error", detail: fmt.Sprintf("bad :status %q", c.hdr.status)}, now)
+			return nil
+		}
+		if code >= 200 {
+			st.status = code
+		}
+	}
+	if c.hdr.ended {
+		c.endStream(st, now)
 	}
 	return nil
 }

@@ -3,55 +3,73 @@
 package llmload
 
 import (
+	"errors"
 	"io"
+	"net"
 	"syscall"
 )
 
+// detach takes a connection's socket out of the Go runtime's network
+// poller and returns it as a plain non-blocking descriptor. While the
+// poller watches a socket, every segment that arrives on it wakes the
+// process, even with no goroutine waiting to read; the h2c client reads on
+// its own schedule, and those wake-ups are most of what it would cost.
+func detach(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("the connection offers no raw access")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(s uintptr) { fd, derr = syscall.Dup(int(s)) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	syscall.CloseOnExec(fd)
+	// The duplicate shares the socket and its non-blocking mode; closing
+	// the original takes it out of the poller (Go deregisters it first).
+	nc.Close()
+	return fd, nil
+}
+
 // readNow reads what the socket holds without waiting: 0 and no error if
 // it holds nothing.
-func readNow(rc syscall.RawConn, p []byte) (int, error) {
-	var n int
-	var rerr error
-	err := rc.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = syscall.Read(int(fd), p)
-			if rerr != syscall.EINTR {
-				return true
-			}
+func readNow(fd int, p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
 		}
-	})
-	switch {
-	case err != nil:
-		return 0, err
-	case rerr == syscall.EAGAIN:
-		return 0, nil
-	case rerr != nil:
-		return 0, rerr
-	case n == 0 && len(p) > 0:
-		return 0, io.EOF
+		return n, nil
 	}
-	return n, nil
 }
 
 // writeNow writes what the socket takes without waiting.
-func writeNow(rc syscall.RawConn, p []byte) (int, error) {
-	var n int
-	var werr error
-	err := rc.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), p)
-			if werr != syscall.EINTR {
-				return true
-			}
+func writeNow(fd int, p []byte) (int, error) {
+	for {
+		n, err := syscall.Write(fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
 		}
-	})
-	switch {
-	case err != nil:
-		return 0, err
-	case werr == syscall.EAGAIN:
-		return 0, nil
-	case werr != nil:
-		return 0, werr
+		return n, nil
 	}
-	return n, nil
 }
+
+func closeFD(fd int) error { return syscall.Close(fd) }

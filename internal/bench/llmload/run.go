@@ -497,6 +497,14 @@ func (r *run) scheduleH2(ctx context.Context, s schedule) {
 		if scheduling && intended.After(wake) && !h.busy() {
 			wake = intended
 		}
+		if d := time.Until(wake); d <= pollEvery {
+			// A short sleep, often: the cheap way (see pollSleep).
+			pollSleep(d)
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
 		timer.Reset(time.Until(wake))
 		select {
 		case <-ctx.Done():

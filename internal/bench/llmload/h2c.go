@@ -361,6 +361,9 @@ type h2Conn struct {
 	order   []*h2Stream // sent and not yet swept, oldest first
 	ohead   int
 	blocked []*h2Stream // request bodies waiting for send window
+	// finalled are streams whose answer was complete at the last tick
+	// but that the server had not ended.
+	finalled []*h2Stream
 
 	nextID     uint32
 	active     int
@@ -458,6 +461,13 @@ func (c *h2Conn) receive() {
 	if c.dead {
 		return
 	}
+	for i, st := range c.finalled {
+		if !st.done {
+			c.reset(st, st.fin, st.finAt)
+		}
+		c.finalled[i] = nil
+	}
+	c.finalled = c.finalled[:0]
 	var rerr error
 	got := false
 	for {
@@ -901,13 +911,13 @@ func (c *h2Conn) data(st *h2Stream, b []byte, ended bool, now time.Time) {
 		default:
 			continue
 		}
-		// The answer is decided. If the server has not ended the stream
-		// yet, end it from our side as a client closing the body would.
+		// The answer is decided, at now. The server usually ends the
+		// stream right after; if it has not by the next tick, the client
+		// ends it, as one closing the body would.
 		st.finalled = true
-		if ended {
-			st.fin, st.finAt = o, now
-		} else {
-			c.reset(st, o, now)
+		st.fin, st.finAt = o, now
+		if !ended {
+			c.finalled = append(c.finalled, st)
 		}
 		return
 	}

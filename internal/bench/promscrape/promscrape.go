@@ -2,12 +2,11 @@
 // the harness scrapes a gateway's admin /metrics page at the start and the
 // end of a measurement to count the requests the gateway relayed in it.
 //
-// It reads the classic text format (version 0.0.4), which Strait's admin
-// listener serves, and nothing more: no histograms, no OpenMetrics.
+// It asks for the classic text format (version 0.0.4), which Strait's
+// admin listener serves, and reads it with the Prometheus text parser.
 package promscrape
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,9 +15,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // maxPage bounds the page read: a gateway's is tens of KiB.
@@ -71,117 +72,35 @@ func Fetch(ctx context.Context, pageURL, metric, label string) (map[string]float
 
 // Parse reads a text exposition and returns the samples of metric summed
 // by the value of label. It fails with ErrNoMetric when there is none, and
-// on a sample line of metric it cannot read.
+// on a page the Prometheus text parser cannot read.
 func Parse(r io.Reader, metric, label string) (map[string]float64, error) {
-	sums := map[string]float64{}
-	found := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		rest, ok := strings.CutPrefix(line, metric)
-		if !ok || line == "" || line[0] == '#' {
-			continue
-		}
-		// The name must end here: strait_kafka_requests_total is not
-		// strait_kafka_requests_total_created.
-		if rest != "" && rest[0] != '{' && rest[0] != ' ' && rest[0] != '\t' {
-			continue
-		}
-		labels, value, err := parseSample(rest)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %s: %w", n, metric, err)
-		}
-		sums[labels[label]] += value
-		found = true
-	}
-	if err := sc.Err(); err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
 		return nil, err
 	}
-	if !found {
+	mf, ok := families[metric]
+	if !ok || len(mf.GetMetric()) == 0 {
 		return nil, fmt.Errorf("%s: %w", metric, ErrNoMetric)
 	}
+	sums := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		key := ""
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				key = lp.GetValue()
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			sums[key] += m.GetCounter().GetValue()
+		case m.GetUntyped() != nil:
+			sums[key] += m.GetUntyped().GetValue()
+		default:
+			return nil, fmt.Errorf("%s is a %s, not a counter", metric, strings.ToLower(mf.GetType().String()))
+		}
+	}
 	return sums, nil
-}
-
-// parseSample reads what follows a metric name on a sample line: an
-// optional label set, the value, and an optional timestamp.
-func parseSample(s string) (map[string]string, float64, error) {
-	labels := map[string]string{}
-	if strings.HasPrefix(s, "{") {
-		var err error
-		if labels, s, err = parseLabels(s[1:]); err != nil {
-			return nil, 0, err
-		}
-	}
-	fields := strings.Fields(s)
-	if len(fields) == 0 || len(fields) > 2 {
-		return nil, 0, fmt.Errorf("want a value (and perhaps a timestamp) after the labels, got %q", s)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return nil, 0, fmt.Errorf("value %q: %w", fields[0], err)
-	}
-	return labels, v, nil
-}
-
-// parseLabels reads `name="value",...}` and returns the labels and what
-// follows the closing brace. Values may hold \\, \" and \n escapes, commas
-// and braces.
-func parseLabels(s string) (map[string]string, string, error) {
-	labels := map[string]string{}
-	for {
-		s = strings.TrimLeft(s, " \t")
-		if strings.HasPrefix(s, "}") {
-			return labels, s[1:], nil
-		}
-		name, rest, ok := strings.Cut(s, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, `{}",`) {
-			return nil, "", fmt.Errorf("bad label set near %q", clip(s))
-		}
-		rest = strings.TrimLeft(rest, " \t")
-		if !strings.HasPrefix(rest, `"`) {
-			return nil, "", fmt.Errorf("label %s: value not quoted", name)
-		}
-		var v strings.Builder
-		i, closed := 1, false
-		for ; i < len(rest); i++ {
-			c := rest[i]
-			if c == '"' {
-				closed = true
-				break
-			}
-			if c == '\\' && i+1 < len(rest) {
-				i++
-				switch rest[i] {
-				case 'n':
-					v.WriteByte('\n')
-				default: // \\ and \"
-					v.WriteByte(rest[i])
-				}
-				continue
-			}
-			v.WriteByte(c)
-		}
-		if !closed {
-			return nil, "", fmt.Errorf("label %s: unterminated value", name)
-		}
-		labels[name] = v.String()
-		s = strings.TrimLeft(rest[i+1:], " \t")
-		if strings.HasPrefix(s, ",") {
-			s = s[1:]
-		} else if !strings.HasPrefix(s, "}") {
-			return nil, "", fmt.Errorf("bad label set near %q", clip(s))
-		}
-	}
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // Increase is how much each counter grew from start to end, both as

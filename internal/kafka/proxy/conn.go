@@ -1177,7 +1177,7 @@ func (c *conn) clientWriteErr(err error) error {
 
 // relayResponse relays the broker's answer to p. armed: the broker read
 // deadline is already set for it (wakeResponder).
-func (c *conn) relayResponse(p *pending, armed bool) error {
+func (c *conn) relayResponse(p *pending, armed bool) (err error) {
 	v := c.v
 	want := 8 // size and correlation id
 	switch {
@@ -1226,7 +1226,18 @@ func (c *conn) relayResponse(p *pending, armed bool) error {
 		return nil
 	}
 	if p.saslV0 != nil {
-		p.saslV0 <- int16(binary.BigEndian.Uint16(hb[8:]))
+		// The reader acts on the handshake's result, and may end the
+		// connection on it (a mechanism whose raw tokens it cannot
+		// relay): the client gets the broker's answer first.
+		code := int16(binary.BigEndian.Uint16(hb[8:]))
+		defer func() {
+			if err == nil {
+				if ferr := c.cw.Flush(); ferr != nil {
+					err = c.clientWriteErr(ferr)
+				}
+			}
+			p.saslV0 <- code
+		}()
 	}
 	if corr := wire.CorrelationID(hb[4:]); size < 4 || corr != p.hdr.CorrelationID {
 		v.m.err(errUpstreamProto)

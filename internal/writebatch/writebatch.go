@@ -54,6 +54,18 @@ type Conn struct {
 	rend int
 	// sniff: the first read decides between batched and direct writes.
 	sniff bool
+
+	// waits, when set (by tests), is told each time a Write or Close
+	// starts waiting for the socket.
+	waits chan<- struct{}
+}
+
+// wait waits for the writer, under c.mu.
+func (c *Conn) wait() {
+	if c.waits != nil {
+		c.waits <- struct{}{}
+	}
+	c.drained.Wait()
 }
 
 // readChunk is the read buffer's size; reads at least this large go
@@ -112,7 +124,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
-		c.drained.Wait()
+		c.wait()
 	}
 	if c.err != nil {
 		err := c.err
@@ -181,7 +193,7 @@ func (c *Conn) Close() error {
 	if c.flushing && c.err == nil {
 		c.Conn.SetWriteDeadline(time.Now().Add(closeGrace))
 		for c.flushing {
-			c.drained.Wait()
+			c.wait()
 		}
 	}
 	if c.err == nil {

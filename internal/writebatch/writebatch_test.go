@@ -88,15 +88,20 @@ func TestAFailedBatchFailsTheNextWriteAndClosesTheConnection(t *testing.T) {
 func TestWritesBeyondTheBoundWaitForTheSocket(t *testing.T) {
 	s := newStuck()
 	c := New(s)
+	waits := make(chan struct{}, 1)
+	c.waits = waits
 	c.Write(make([]byte, 10))
 	<-s.entered
 	c.Write(make([]byte, maxPending-10))
 	done := make(chan struct{})
 	go func() { c.Write(make([]byte, 100)); close(done) }()
 	select {
+	case <-waits: // the write past the bound waits for the socket
 	case <-done:
 		t.Fatal("a write past the bound returned while the socket was stuck")
-	case <-time.After(50 * time.Millisecond):
+	}
+	if got := s.count(); got != 0 {
+		t.Fatalf("%d writes reached the socket while it was stuck", got)
 	}
 	close(s.gate)
 	<-done
@@ -177,14 +182,16 @@ func TestConcurrentWritersOverTCP(t *testing.T) {
 func TestCloseWritesWhatIsBuffered(t *testing.T) {
 	s := newStuck()
 	c := New(s)
+	waits := make(chan struct{}, 1)
+	c.waits = waits
 	c.Write([]byte("last words"))
 	<-s.entered
 	closed := make(chan error)
 	go func() { closed <- c.Close() }()
 	select {
+	case <-waits: // Close waits for the batch in write(2)
 	case <-closed:
 		t.Fatal("Close returned before the buffered bytes were written")
-	case <-time.After(30 * time.Millisecond):
 	}
 	close(s.gate)
 	<-closed

@@ -1,8 +1,8 @@
 package proxy
 
 import (
+	"runtime"
 	"testing"
-	"time"
 
 	"github.com/straitgw/strait/internal/kafka/filter"
 )
@@ -19,10 +19,22 @@ func TestPipelineOrderBoundAndClose(t *testing.T) {
 	}
 	pushed := make(chan bool)
 	go func() { pushed <- q.push(&pending{hdr: hdrOf(3)}, make(chan struct{})) }()
+	// push says it waits before it does; until then it must not return.
+	for waiting := false; !waiting; {
+		select {
+		case <-pushed:
+			t.Fatal("push did not wait for room")
+		default:
+		}
+		q.mu.Lock()
+		waiting = q.pushWaiting
+		q.mu.Unlock()
+		runtime.Gosched()
+	}
 	select {
 	case <-pushed:
 		t.Fatal("push did not wait for room")
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 	for want := range int32(4) {
 		p, ok := q.pop()

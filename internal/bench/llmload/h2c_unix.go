@@ -40,26 +40,21 @@ func detach(nc net.Conn) (int, error) {
 // readNow reads what the socket holds without waiting: 0 and no error if
 // it holds nothing.
 func readNow(fd int, p []byte) (int, error) {
-	for {
-		n, err := syscall.Read(fd, p)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return 0, nil
-		case err != nil:
-			return 0, err
-		case n == 0 && len(p) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
+	n, err := now(syscall.Read, fd, p)
+	if err == nil && n == 0 && len(p) > 0 {
+		return 0, io.EOF
 	}
+	return n, err
 }
 
 // writeNow writes what the socket takes without waiting.
-func writeNow(fd int, p []byte) (int, error) {
+func writeNow(fd int, p []byte) (int, error) { return now(syscall.Write, fd, p) }
+
+// now makes one non-blocking read or write, again if a signal cut it
+// short: 0 and no error when the socket is not ready.
+func now(op func(int, []byte) (int, error), fd int, p []byte) (int, error) {
 	for {
-		n, err := syscall.Write(fd, p)
+		n, err := op(fd, p)
 		switch {
 		case err == syscall.EINTR:
 			continue

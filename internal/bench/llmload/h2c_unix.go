@@ -40,30 +40,33 @@ func detach(nc net.Conn) (int, error) {
 // readNow reads what the socket holds without waiting: 0 and no error if
 // it holds nothing.
 func readNow(fd int, p []byte) (int, error) {
-	n, err := now(syscall.Read, fd, p)
-	if err == nil && n == 0 && len(p) > 0 {
+	n, ready, err := now(syscall.Read, fd, p)
+	if ready && n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
 	return n, err
 }
 
 // writeNow writes what the socket takes without waiting.
-func writeNow(fd int, p []byte) (int, error) { return now(syscall.Write, fd, p) }
+func writeNow(fd int, p []byte) (int, error) {
+	n, _, err := now(syscall.Write, fd, p)
+	return n, err
+}
 
 // now makes one non-blocking read or write, again if a signal cut it
-// short: 0 and no error when the socket is not ready.
-func now(op func(int, []byte) (int, error), fd int, p []byte) (int, error) {
+// short. ready is false, with no error, when the socket was not ready.
+func now(op func(int, []byte) (int, error), fd int, p []byte) (n int, ready bool, err error) {
 	for {
 		n, err := op(fd, p)
 		switch {
 		case err == syscall.EINTR:
 			continue
 		case err == syscall.EAGAIN:
-			return 0, nil
+			return 0, false, nil
 		case err != nil:
-			return 0, err
+			return 0, false, err
 		}
-		return n, nil
+		return n, true, nil
 	}
 }
 

@@ -88,12 +88,7 @@ type ProducePrefix struct {
 func SkimProduce(body []byte, version int16) (p ProducePrefix, ok bool) {
 	flex := version >= 9
 	c := cursor{b: body}
-	if version >= 3 {
-		_, p.Transactional = c.str(flex)
-	}
-	p.Acks = c.int16()
-	c.skip(4) // timeout
-	p.Topics = c.arrayLen(flex)
+	p = produceHead(&c, version)
 	if p.Topics > 0 {
 		if version >= 13 {
 			p.ID = c.uuid()
@@ -104,6 +99,19 @@ func SkimProduce(body []byte, version int16) (p ProducePrefix, ok bool) {
 	return p, !c.bad
 }
 
+// produceHead reads what a Produce request body holds before its first
+// topic: the transactional id (v3+), acks, the timeout and the topic count.
+func produceHead(c *cursor, version int16) (p ProducePrefix) {
+	flex := version >= 9
+	if version >= 3 {
+		_, p.Transactional = c.str(flex)
+	}
+	p.Acks = c.int16()
+	c.skip(4) // timeout
+	p.Topics = c.arrayLen(flex)
+	return p
+}
+
 // SkimProduceTopics walks a whole Produce request body and calls fn for
 // each topic it writes to (its name before v13, its ID from v13), until fn
 // returns false; the records are skipped, not read. ok is false if the body
@@ -111,12 +119,7 @@ func SkimProduce(body []byte, version int16) (p ProducePrefix, ok bool) {
 func SkimProduceTopics(body []byte, version int16, fn func(name []byte, id [16]byte) bool) (p ProducePrefix, ok bool) {
 	flex := version >= 9
 	c := cursor{b: body}
-	if version >= 3 {
-		_, p.Transactional = c.str(flex)
-	}
-	p.Acks = c.int16()
-	c.skip(4) // timeout
-	p.Topics = c.arrayLen(flex)
+	p = produceHead(&c, version)
 	more := true
 	for i := 0; i < p.Topics && !c.bad; i++ {
 		var name []byte

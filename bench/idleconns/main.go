@@ -22,13 +22,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/straitgw/strait/bench/internal/stack"
+	"github.com/straitgw/strait/internal/bench/procstat"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -47,43 +46,12 @@ func main() {
 }
 
 func run(strait string, n, brokerPort, gatewayPort int, settle time.Duration, gc bool) error {
-	dir, err := os.MkdirTemp("", "strait-idle-")
+	st, err := stack.Start(strait, brokerPort, gatewayPort)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	direct := fmt.Sprintf("127.0.0.1:%d", brokerPort)
-	gw := fmt.Sprintf("127.0.0.1:%d", gatewayPort)
-	broker := exec.Command(strait, "broker", "--brokers", "1", "--listen", direct)
-	broker.Stderr = os.Stderr
-	if err := broker.Start(); err != nil {
-		return err
-	}
-	defer stop(broker)
-	admin := fmt.Sprintf("127.0.0.1:%d", gatewayPort+2000)
-	cfg := fmt.Sprintf(`log: {level: warn}
-admin: {listen: %q}
-clusters:
-  idle: {bootstrap_servers: [%q]}
-virtual_clusters:
-  - {name: idle, cluster: idle, listen: %q}
-`, admin, direct, gw)
-	cfgPath := filepath.Join(dir, "idle.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	gateway := exec.Command(strait, "run", "-c", cfgPath)
-	gateway.Stderr = os.Stderr
-	if err := gateway.Start(); err != nil {
-		return err
-	}
-	defer stop(gateway)
-	if err := waitPort(direct); err != nil {
-		return err
-	}
-	if err := waitPort(gw); err != nil {
-		return err
-	}
+	defer st.Stop()
+	gw, admin := st.Gateway, st.Admin
 	req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("idle")).AppendRequest(nil, &kmsg.ApiVersionsRequest{Version: 0}, 1)
 	// One connection first, so the gateway's one-time state (the
 	// broker's metadata, pools) is in the baseline.
@@ -96,7 +64,7 @@ virtual_clusters:
 	if gc {
 		collect(admin)
 	}
-	before := rss(gateway.Process.Pid)
+	before := rss(st.GatewayPID())
 	mBefore := goMem(admin)
 	open := make([]net.Conn, 0, n)
 	defer func() {
@@ -115,7 +83,7 @@ virtual_clusters:
 	if gc {
 		collect(admin)
 	}
-	after := rss(gateway.Process.Pid)
+	after := rss(st.GatewayPID())
 	mAfter := goMem(admin)
 	fmt.Printf("gateway RSS: %d KiB with 1 connection, %d KiB with %d more idle connections: %.1f KiB per connection pair\n",
 		before>>10, after>>10, n, float64(after-before)/1024/float64(n))
@@ -179,40 +147,8 @@ func goMem(admin string) map[string]float64 {
 	return m
 }
 
-// rss is the resident set size of pid in bytes, from /proc.
+// rss is the resident set size of pid in bytes (0 if it cannot be read).
 func rss(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-func waitPort(addr string) error {
-	for i := 0; i < 100; i++ {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s never came up", addr)
-}
-
-func stop(c *exec.Cmd) {
-	c.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		c.Process.Kill()
-	}
+	sample, _ := procstat.Read(pid)
+	return sample.RSS
 }

@@ -14,24 +14,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/straitgw/strait/bench/internal/stack"
+	"github.com/straitgw/strait/internal/bench/procstat"
+	"github.com/straitgw/strait/internal/bench/promscrape"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -60,44 +56,13 @@ type result struct {
 func (r result) mbps() float64 { return float64(r.bytes) / 1e6 / r.elapsed.Seconds() }
 
 func run(strait string, d time.Duration, rounds, size, partitions, brokerPort, gatewayPort int) error {
-	dir, err := os.MkdirTemp("", "strait-bench-")
+	st, err := stack.Start(strait, brokerPort, gatewayPort,
+		"--blackhole", "--synthetic-fetch", strconv.Itoa(size), "--partitions", strconv.Itoa(partitions))
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	broker := exec.Command(strait, "broker", "--brokers", "1", "--listen", fmt.Sprintf("127.0.0.1:%d", brokerPort),
-		"--blackhole", "--synthetic-fetch", strconv.Itoa(size), "--partitions", strconv.Itoa(partitions))
-	broker.Stderr = os.Stderr
-	if err := broker.Start(); err != nil {
-		return err
-	}
-	defer stop(broker)
-	direct := fmt.Sprintf("127.0.0.1:%d", brokerPort)
-	gw := fmt.Sprintf("127.0.0.1:%d", gatewayPort)
-	admin := fmt.Sprintf("127.0.0.1:%d", gatewayPort+2000)
-	cfg := fmt.Sprintf(`admin: {listen: %q}
-log: {level: warn}
-clusters:
-  bench: {bootstrap_servers: [%q]}
-virtual_clusters:
-  - {name: bench, cluster: bench, listen: %q}
-`, admin, direct, gw)
-	cfgPath := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	gateway := exec.Command(strait, "run", "-c", cfgPath)
-	gateway.Stderr = os.Stderr
-	if err := gateway.Start(); err != nil {
-		return err
-	}
-	defer stop(gateway)
-	if err := waitPort(direct); err != nil {
-		return err
-	}
-	if err := waitPort(gw); err != nil {
-		return err
-	}
+	defer st.Stop()
+	direct, gw, admin := st.Direct, st.Gateway, st.Admin
 	topic := "bench"
 	if err := createTopic(direct, topic, partitions); err != nil {
 		return err
@@ -113,7 +78,7 @@ virtual_clusters:
 	for r := 0; r < rounds; r++ {
 		for i, addr := range []string{direct, gw} {
 			for j, phase := range []string{"produce", "consume"} {
-				cpu0 := procCPU(gateway.Process.Pid)
+				cpu0 := procCPU(st.GatewayPID())
 				b0 := relayedBytes(admin)
 				var res result
 				var err error
@@ -128,7 +93,7 @@ virtual_clusters:
 				name := "direct"
 				if i == 1 {
 					name = "gateway"
-					cpu := procCPU(gateway.Process.Pid) - cpu0
+					cpu := procCPU(st.GatewayPID()) - cpu0
 					rel := relayedBytes(admin) - b0
 					gwCPU += cpu
 					gwBytes += rel
@@ -248,61 +213,19 @@ func createTopic(addr, topic string, partitions int) error {
 	return nil
 }
 
-func waitPort(addr string) error {
-	for i := 0; i < 100; i++ {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s never came up", addr)
-}
-
-func stop(c *exec.Cmd) {
-	c.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		c.Process.Kill()
-	}
-}
-
-// procCPU is the user+system CPU time of pid, from /proc/PID/stat.
+// procCPU is the user+system CPU time of pid (0 if it cannot be read).
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	const hz = 100 // USER_HZ on Linux
-	return time.Duration(ut+st) * time.Second / hz
+	sample, _ := procstat.Read(pid)
+	return sample.CPU
 }
 
 // relayedBytes sums strait_kafka_bytes_total from the gateway's metrics.
 func relayedBytes(admin string) float64 {
-	resp, err := http.Get("http://" + admin + "/metrics")
+	sums, err := promscrape.Fetch(context.Background(), "http://"+admin+"/metrics", "strait_kafka_bytes_total", "")
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "strait_kafka_bytes_total{") {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			sum += v
-		}
-	}
-	io.Copy(io.Discard, resp.Body)
-	return sum
+	return sums[""]
 }
 
 func cpuModel() string {

@@ -115,25 +115,7 @@ func benchRelayProduce(b *testing.B, filters []filter.Filter) {
 		b.Run(bc.name, func(b *testing.B) {
 			version := bc.version
 			req, resp := produceFrames(version, bc.size)
-			up := echoBroker(b, func(int16) []byte { return resp })
-			vc, err := New(Options{Name: "bench", Listen: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
-				NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true, Filters: filters})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := vc.Start(); err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
-				vc.Shutdown(ctx)
-			}()
-			c, err := net.Dial("tcp", vc.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
+			c := benchRelay(b, resp, filters)
 			const window = 64
 			done := make(chan error, 1)
 			go func() {
@@ -178,25 +160,7 @@ func BenchmarkRelayProduceCopy(b *testing.B) {
 // cpu-µs/op.
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	req, resp := produceFrames(9, 1024)
-	up := echoBroker(b, func(int16) []byte { return resp })
-	vc, err := New(Options{Name: "bench", Listen: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
-		NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := vc.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		vc.Shutdown(ctx)
-	}()
-	c, err := net.Dial("tcp", vc.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchRelay(b, resp, nil)
 	got := make([]byte, len(resp))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -210,6 +174,32 @@ func BenchmarkRelayRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+}
+
+// benchRelay starts a gateway with filters in front of a broker stub that
+// answers every request with resp, and returns a client connection to it;
+// both end with the benchmark.
+func benchRelay(b *testing.B, resp []byte, filters []filter.Filter) net.Conn {
+	up := echoBroker(b, func(int16) []byte { return resp })
+	vc, err := New(Options{Name: "bench", Listen: "127.0.0.1:0", AdvertisedHost: "127.0.0.1",
+		NodePortStart: 1, NodePortEnd: 2, Target: Target{Bootstrap: []string{up}}, SkipBrokerDiscovery: true, Filters: filters})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := vc.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		vc.Shutdown(ctx)
+	})
+	c, err := net.Dial("tcp", vc.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
 }
 
 // processCPU is the user and system CPU time this process has used.

@@ -102,9 +102,14 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 plumbing",
+		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 and socket plumbing",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch"},
+		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch", "internal/rawsock"},
+	},
+	{
+		name: "rawsock (sockets read outside the runtime's poller) imports nothing of ours",
+		pkgs: []string{"internal/rawsock"},
+		only: nothing,
 	},
 	{
 		name: "bench/result describes the harness's JSON documents and imports nothing of ours",

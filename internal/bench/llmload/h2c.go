@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/straitgw/strait/internal/rawsock"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -380,7 +381,7 @@ type h2Conn struct {
 // closeSock closes the connection's socket, once.
 func (c *h2Conn) closeSock() {
 	if c.fd >= 0 {
-		closeFD(c.fd)
+		rawsock.Close(c.fd)
 		c.fd = -1
 	}
 }
@@ -447,8 +448,8 @@ func (h *h2Client) connect(s *h2Slot) (*h2Conn, error) {
 	if !ok || sf.IsAck() {
 		return fail(fmt.Errorf("the server did not start with HTTP/2 SETTINGS (got %v): is it an h2c endpoint?", f.Header().Type))
 	}
-	if c.fd, err = detach(nc); err != nil {
-		return fail(err)
+	if c.fd, err = rawsock.Detach(nc); err != nil {
+		return fail(fmt.Errorf("--h2c needs non-blocking socket access (use HTTP/1.1 here): %w", err))
 	}
 	c.settings(sf)
 	c.live = true
@@ -479,7 +480,7 @@ func (c *h2Conn) receive() {
 			c.in = append(c.in[:len(c.in):len(c.in)], make([]byte, cap(c.in))...)[:len(c.in)]
 		}
 		room := c.in[len(c.in):cap(c.in)]
-		n, err := readNow(c.fd, room)
+		n, err := rawsock.ReadNow(c.fd, room)
 		c.in = c.in[:len(c.in)+n]
 		got = got || n > 0
 		if err != nil {
@@ -545,7 +546,7 @@ func (c *h2Conn) flush() {
 	if c.dead || len(c.out) == 0 {
 		return
 	}
-	n, err := writeNow(c.fd, c.out[c.outOff:])
+	n, err := rawsock.WriteNow(c.fd, c.out[c.outOff:])
 	if err != nil {
 		c.fail(err)
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/straitgw/strait/internal/bench/result"
 	"github.com/straitgw/strait/internal/bench/stats"
 	"github.com/straitgw/strait/internal/llm/sse"
+	"github.com/straitgw/strait/internal/rawsock"
 )
 
 // Options are how a run reports, as opposed to what it does (Workload).
@@ -498,8 +499,8 @@ func (r *run) scheduleH2(ctx context.Context, s schedule) {
 			wake = intended
 		}
 		if d := time.Until(wake); d <= pollEvery {
-			// A short sleep, often: the cheap way (see pollSleep).
-			pollSleep(d)
+			// A short sleep, often: the cheap way (see rawsock.Sleep).
+			rawsock.Sleep(d)
 			if ctx.Err() != nil {
 				return
 			}

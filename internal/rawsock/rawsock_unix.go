@@ -1,6 +1,6 @@
 //go:build unix
 
-package llmload
+package rawsock
 
 import (
 	"errors"
@@ -9,12 +9,9 @@ import (
 	"syscall"
 )
 
-// detach takes a connection's socket out of the Go runtime's network
-// poller and returns it as a plain non-blocking descriptor. While the
-// poller watches a socket, every segment that arrives on it wakes the
-// process, even with no goroutine waiting to read; the h2c client reads on
-// its own schedule, and those wake-ups are most of what it would cost.
-func detach(nc net.Conn) (int, error) {
+// Detach takes a connection's socket out of the Go runtime's network
+// poller and returns it as a plain non-blocking descriptor; nc is closed.
+func Detach(nc net.Conn) (int, error) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return -1, errors.New("the connection offers no raw access")
@@ -37,9 +34,9 @@ func detach(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
-// readNow reads what the socket holds without waiting: 0 and no error if
-// it holds nothing.
-func readNow(fd int, p []byte) (int, error) {
+// ReadNow reads what the socket holds without waiting: 0 and no error if
+// it holds nothing, io.EOF once the peer closed its side.
+func ReadNow(fd int, p []byte) (int, error) {
 	n, ready, err := now(syscall.Read, fd, p)
 	if ready && n == 0 && len(p) > 0 {
 		return 0, io.EOF
@@ -47,8 +44,8 @@ func readNow(fd int, p []byte) (int, error) {
 	return n, err
 }
 
-// writeNow writes what the socket takes without waiting.
-func writeNow(fd int, p []byte) (int, error) {
+// WriteNow writes what the socket takes without waiting.
+func WriteNow(fd int, p []byte) (int, error) {
 	n, _, err := now(syscall.Write, fd, p)
 	return n, err
 }
@@ -70,4 +67,5 @@ func now(op func(int, []byte) (int, error), fd int, p []byte) (n int, ready bool
 	}
 }
 
-func closeFD(fd int) error { return syscall.Close(fd) }
+// Close closes a descriptor Detach returned.
+func Close(fd int) error { return syscall.Close(fd) }

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package llmload
-
-import "time"
-
-// pollSleep sleeps d.
-func pollSleep(d time.Duration) { time.Sleep(d) }

@@ -13,6 +13,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/bufbuild/protocompile v0.14.1
 	github.com/fsnotify/fsnotify v1.10.1
+	github.com/go-json-experiment/json v1.27.2
 	github.com/hamba/avro/v2 v2.31.0
 	github.com/klauspost/compress v1.20.3
 	github.com/lestrrat-go/jwx/v3 v3.4.0

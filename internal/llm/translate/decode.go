@@ -22,7 +22,7 @@ import (
 // content parts"); a value of the wrong kind deeper inside is described
 // from v's type.
 func decodeField(raw []byte, v any, at, want string) error {
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := unmarshal(raw, v); err != nil {
 		path, msg := explainDecode(raw, err, "the request body", at, want)
 		return badRequest(path, "%s", msg)
 	}

@@ -202,7 +202,7 @@ func ParseError(d Dialect, status int, body []byte) *Error {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
 	}
-	isJSON := json.Unmarshal(body, &env) == nil
+	isJSON := unmarshal(body, &env) == nil
 	if isJSON {
 		var inner struct {
 			Type    string          `json:"type"`
@@ -212,14 +212,14 @@ func ParseError(d Dialect, status int, body []byte) *Error {
 		}
 		var text string
 		switch {
-		case len(env.Error) > 0 && env.Error[0] == '{' && json.Unmarshal(env.Error, &inner) == nil:
+		case len(env.Error) > 0 && env.Error[0] == '{' && unmarshal(env.Error, &inner) == nil:
 			e.Message = inner.Message
 			e.Kind = typeKind(d, inner.Type)
 			var p string
-			if json.Unmarshal(inner.Param, &p) == nil {
+			if unmarshal(inner.Param, &p) == nil {
 				e.Param = p
 			}
-		case len(env.Error) > 0 && json.Unmarshal(env.Error, &text) == nil:
+		case len(env.Error) > 0 && unmarshal(env.Error, &text) == nil:
 			e.Message = text // {"error":"..."}, as some servers send
 		default:
 			e.Message = env.Message

@@ -182,7 +182,7 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 		return nil, false, badRequest("messages", "messages is missing or empty; send at least one message")
 	}
 	for i := range in.Messages {
-		out, err := t.anthropicMessage(&in.Messages[i], sprintf("messages[%d]", i))
+		out, err := t.anthropicMessage(&in.Messages[i], "messages["+itoa(i)+"]")
 		if err != nil {
 			return nil, false, err
 		}
@@ -419,7 +419,7 @@ func (t *reqTranslation) toolMessage(b *anBlockIn, at string) (oaMessageOut, err
 // anthropicTools converts tools and tool_choice.
 func (t *reqTranslation) anthropicTools(in *anRequestIn, req *oaRequest) error {
 	for i, tool := range in.Tools {
-		at := sprintf("tools[%d]", i)
+		at := "tools[" + itoa(i) + "]"
 		if tool.Type != "" && tool.Type != "custom" {
 			return badRequest(at+".type", "%s is the Anthropic server tool %q, which has no OpenAI equivalent", at, tool.Type)
 		}

@@ -136,14 +136,14 @@ type stopField []string
 func (s *stopField) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
 		var one string
-		if err := json.Unmarshal(b, &one); err != nil {
+		if err := unmarshal(b, &one); err != nil {
 			return err
 		}
 		*s = stopField{one}
 		return nil
 	}
 	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
+	if err := unmarshal(b, &many); err != nil {
 		// stop is a top-level field, so its path is known here.
 		path, msg := explainDecode(b, err, "", "stop", "a string or an array of strings")
 		return &fieldError{path, msg}
@@ -275,7 +275,7 @@ func (t *reqTranslation) openAIMessages(msgs []oaMessage) (system []string, out 
 	}
 	for i := range msgs {
 		m := &msgs[i]
-		at := sprintf("messages[%d]", i)
+		at := "messages[" + itoa(i) + "]"
 		if m.Name != "" {
 			t.drop("messages[].name")
 		}
@@ -311,7 +311,7 @@ func (t *reqTranslation) openAIMessages(msgs []oaMessage) (system []string, out 
 				t.drop("messages[].reasoning_content")
 			}
 			for j, tc := range m.ToolCalls {
-				b, err := toolUseBlock(tc, sprintf("%s.tool_calls[%d]", at, j))
+				b, err := toolUseBlock(tc, at+".tool_calls["+itoa(j)+"]")
 				if err != nil {
 					return nil, nil, err
 				}
@@ -417,7 +417,7 @@ func argumentsObject(raw json.RawMessage) (json.RawMessage, error) {
 	obj := []byte(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := unmarshal(raw, &s); err != nil {
 			return nil, argError("not a valid JSON string")
 		}
 		obj = []byte(s)
@@ -483,7 +483,7 @@ func (t *reqTranslation) openAIParts(raw json.RawMessage, at string, assistant b
 	}
 	blocks := make([]anBlock, 0, len(parts))
 	for j, p := range parts {
-		pat := sprintf("%s.content[%d]", at, j)
+		pat := at + ".content[" + itoa(j) + "]"
 		switch {
 		case p.Type == "text":
 			if p.Text != "" {
@@ -581,7 +581,7 @@ func fileBlock(p oaPart, at string) (anBlock, error) {
 // openAITools converts tools, tool_choice and parallel_tool_calls.
 func (t *reqTranslation) openAITools(in *oaRequestIn, req *anRequest) error {
 	for i, tool := range in.Tools {
-		at := sprintf("tools[%d]", i)
+		at := "tools[" + itoa(i) + "]"
 		if tool.Type != "function" || tool.Function == nil {
 			return badRequest(at+".type", "%s has type %q; only function tools have an Anthropic equivalent", at, tool.Type)
 		}
@@ -606,7 +606,7 @@ func (t *reqTranslation) openAITools(in *oaRequestIn, req *anRequest) error {
 	var name string
 	if raw := in.ToolChoice; !isNull(raw) {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if unmarshal(raw, &s) == nil {
 			switch s {
 			case "auto":
 				choice = "auto"
@@ -624,7 +624,7 @@ func (t *reqTranslation) openAITools(in *oaRequestIn, req *anRequest) error {
 					Name string `json:"name"`
 				} `json:"function"`
 			}
-			if err := json.Unmarshal(raw, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
+			if err := unmarshal(raw, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
 				return badRequest("tool_choice", `tool_choice must be "auto", "required", "none" or {"type":"function","function":{"name":...}}`)
 			}
 			choice, name = "tool", named.Function.Name

@@ -121,13 +121,13 @@ func Response(provider, client Dialect, body []byte, clientModel string) ([]byte
 	}
 	if provider == Anthropic {
 		var r anResponse
-		if err := json.Unmarshal(body, &r); err != nil {
+		if err := unmarshal(body, &r); err != nil {
 			return nil, undecodable(body, err, "a valid Anthropic message")
 		}
 		return anthropicToOpenAIResponse(&r, clientModel), nil
 	}
 	var r oaResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := unmarshal(body, &r); err != nil {
 		return nil, undecodable(body, err, "a valid OpenAI chat completion")
 	}
 	return openAIToAnthropicResponse(&r, clientModel)
@@ -315,18 +315,18 @@ func ResponseUsage(d Dialect, body []byte) Usage {
 	var r struct {
 		Usage json.RawMessage `json:"usage"`
 	}
-	if json.Unmarshal(body, &r) != nil || isNull(r.Usage) {
+	if unmarshal(body, &r) != nil || isNull(r.Usage) {
 		return Usage{}
 	}
 	if d == Anthropic {
 		var u anUsage
-		if json.Unmarshal(r.Usage, &u) != nil {
+		if unmarshal(r.Usage, &u) != nil {
 			return Usage{}
 		}
 		return u.usage()
 	}
 	var u oaUsage
-	if json.Unmarshal(r.Usage, &u) != nil {
+	if unmarshal(r.Usage, &u) != nil {
 		return Usage{}
 	}
 	return u.usage()

@@ -189,7 +189,7 @@ func openAIErrorChunk(raw json.RawMessage) *Error {
 	var wrapped struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(raw, &wrapped) == nil && len(wrapped.Error) > 0 && wrapped.Error[0] == '{' {
+	if unmarshal(raw, &wrapped) == nil && len(wrapped.Error) > 0 && wrapped.Error[0] == '{' {
 		raw = wrapped.Error
 	}
 	var inner struct {
@@ -198,7 +198,7 @@ func openAIErrorChunk(raw json.RawMessage) *Error {
 		Code    json.RawMessage `json:"code"`
 	}
 	e := &Error{Kind: KindAPIError, Status: 500}
-	if json.Unmarshal(raw, &inner) == nil {
+	if unmarshal(raw, &inner) == nil {
 		e.Message = inner.Message
 		switch {
 		case inner.Type == "insufficient_quota":
@@ -211,7 +211,7 @@ func openAIErrorChunk(raw json.RawMessage) *Error {
 		e.Status = kindStatus[e.Kind]
 	} else {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if unmarshal(raw, &s) == nil {
 			e.Message = s
 		}
 	}
@@ -289,7 +289,7 @@ func (s *passThrough) watchOpenAI(name string, data []byte) {
 		Usage *oaUsage        `json:"usage"`
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(data, &c) != nil {
+	if unmarshal(data, &c) != nil {
 		return
 	}
 	if c.Usage != nil {
@@ -309,7 +309,7 @@ func (s *passThrough) watchAnthropic(name string, data []byte) {
 		// No or unknown event name: go by the type in the data.
 	}
 	var e anEvent
-	if json.Unmarshal(data, &e) != nil {
+	if unmarshal(data, &e) != nil {
 		return
 	}
 	switch e.Type {

@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"encoding/json"
-
 	"github.com/straitgw/strait/internal/llm/jsonscan"
 	"github.com/straitgw/strait/internal/llm/sse"
 )
@@ -55,7 +53,7 @@ func (s *anthropicToOpenAI) Event(ev sse.Event, w *sse.Writer) error {
 		return nil
 	}
 	var e anEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
+	if err := unmarshal(ev.Data, &e); err != nil {
 		return s.malformed(w, "not a JSON object", ev.Data)
 	}
 	typ := e.Type

@@ -92,7 +92,7 @@ func (s *openAIToAnthropic) Event(ev sse.Event, w *sse.Writer) error {
 		return s.terminate(w)
 	}
 	var c oaChunk
-	if err := json.Unmarshal(ev.Data, &c); err != nil {
+	if err := unmarshal(ev.Data, &c); err != nil {
 		return s.malformed(w, "not a JSON chunk", ev.Data)
 	}
 	if !isNull(c.Error) {

@@ -166,7 +166,7 @@ func (t *reqTranslation) dropUnknown(body []byte, handled []string) {
 // decodeBody decodes a request body, turning a decoding failure into a 400
 // naming the offending field.
 func decodeBody(body []byte, v any) error {
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := unmarshal(body, v); err != nil {
 		path, msg := explainDecode(body, err, "the request body", "", "a JSON object")
 		return badRequest(path, "%s", msg)
 	}

@@ -30,7 +30,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return err
 	}
-	return serveErr(hs.Serve(writebatch.Listener{Listener: l}))
+	return serveErr(hs.Serve(writebatch.Listener{Listener: s.sorting(l)}))
 }
 
 // ServeTLS serves HTTP/1.1 and HTTP/2 (by ALPN) over TLS on l until Close
@@ -72,7 +72,7 @@ func (s *Server) listenAndServe(addr string, cfg *tls.Config) (string, error) {
 		if cfg != nil {
 			err = hs.ServeTLS(writebatch.Listener{Listener: l, TLS: true}, "", "")
 		} else {
-			err = hs.Serve(writebatch.Listener{Listener: l})
+			err = hs.Serve(writebatch.Listener{Listener: s.sorting(l)})
 		}
 		if err = serveErr(err); err != nil {
 			s.log.Error("mock provider stopped serving", "addr", l.Addr().String(), "err", err)
@@ -137,12 +137,37 @@ func configureHTTP2(hs *http.Server) error {
 	return nil
 }
 
+// sorting returns l with the connections that open with the HTTP/2
+// preface taken out for the lean engine (lean.go), or l itself where the
+// engine cannot run.
+func (s *Server) sorting(l net.Listener) net.Listener {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noLean || s.closed {
+		return l
+	}
+	if s.lean == nil {
+		e, err := newEngine(s)
+		if err != nil {
+			s.log.Debug("serving prior-knowledge h2c with net/http: the lean engine cannot run here", "err", err)
+			s.noLean = true
+			return l
+		}
+		s.lean = e
+	}
+	return newLeanListener(l, s.lean)
+}
+
 // Close stops every listener the server serves on and drops every
 // connection, answers in flight included.
 func (s *Server) Close() error {
+	servers, lean := s.shut()
 	var errs []error
-	for _, hs := range s.shut() {
+	for _, hs := range servers {
 		errs = append(errs, hs.Close())
+	}
+	if lean != nil {
+		lean.close()
 	}
 	return errors.Join(errs...)
 }
@@ -151,19 +176,27 @@ func (s *Server) Close() error {
 // complete, or ctx ends. Requests held by the timeout error kind are
 // dropped at once.
 func (s *Server) Shutdown(ctx context.Context) error {
+	servers, lean := s.shut()
+	if lean != nil {
+		lean.drain()
+	}
 	var errs []error
-	for _, hs := range s.shut() {
+	for _, hs := range servers {
 		errs = append(errs, hs.Shutdown(ctx))
+	}
+	if lean != nil {
+		errs = append(errs, lean.wait(ctx))
+		lean.close()
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Server) shut() []*http.Server {
+func (s *Server) shut() ([]*http.Server, *engine) {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	servers := s.servers
-	s.servers = nil
-	return servers
+	servers, lean := s.servers, s.lean
+	s.servers, s.lean = nil, nil
+	return servers, lean
 }

@@ -88,6 +88,9 @@ type Server struct {
 	upgrades sync.Map // marker → body of a request upgraded to h2c
 	upgraded *bridge  // under mu: where upgraded connections go
 
+	lean   *engine // under mu: serves prior-knowledge h2c; nil until needed
+	noLean bool    // serve h2c with net/http instead (tests compare the two)
+
 	closing   chan struct{} // closed by Close and Shutdown: ends hanging requests
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -285,7 +288,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, d Dialect, start
 		return s.writeError(w, d, n, http.StatusTooManyRequests, "rate limit window of the mock provider: retry after the time in retry-after", "", wait), req.stream, false
 	}
 	var kind ErrorKind
-	if f, ok := s.pickFault(req.model); ok {
+	if f, ok := s.faultFor(r, req.model); ok {
 		s.log.Debug("injecting error", "dialect", d, "kind", f.kind, "stream", req.stream)
 		switch {
 		case f.status != 0:
@@ -324,6 +327,40 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, d Dialect, start
 	}
 	status, abort = s.json(w, r, d, n, &req, &rep, deadline, kind)
 	return status, false, abort
+}
+
+// faultFor is pickFault, unless the lean engine drew the request's fault
+// already: it hands it over in the request's context.
+func (s *Server) faultFor(r *http.Request, model string) (fault, bool) {
+	if f, ok := r.Context().Value(drawnFault{}).(fault); ok {
+		return f, true
+	}
+	return s.pickFault(model)
+}
+
+// admit reports whether a generation request, its body read, passes every
+// check answer makes before it answers (method, size, key, body, rate-limit
+// window), without answering or counting it; and if so, which fault, if
+// any, it drew for it. The lean engine answers the requests that pass with
+// no fault itself, and hands every other one to the handler.
+func (s *Server) admit(r *http.Request, body []byte, d Dialect) (req request, f fault, faulted, ok bool) {
+	if r.Method != http.MethodPost || int64(len(body)) > s.opt.MaxBodyBytes || !s.authorized(r, d) {
+		return req, f, false, false
+	}
+	var err error
+	if d == OpenAI {
+		req, err = parseOpenAI(body)
+	} else {
+		req, err = parseAnthropic(body, false)
+	}
+	if err != nil {
+		return req, f, false, false
+	}
+	if _, limited := s.rateLimited(s.clock()); limited {
+		return req, f, false, false
+	}
+	f, faulted = s.pickFault(req.model)
+	return req, f, faulted, true
 }
 
 // readBody reads the request body, bounded by MaxBodyBytes, and records

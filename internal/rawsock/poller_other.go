@@ -14,8 +14,8 @@ func NewPoller() (*Poller, error) {
 
 func (p *Poller) Add(int) error { return errors.New("rawsock: no poller on this system") }
 func (p *Poller) Remove(int)    {}
-func (p *Poller) Wait(int) error {
-	return errors.New("rawsock: no poller on this system")
+func (p *Poller) Wait(int) ([]int, error) {
+	return nil, errors.New("rawsock: no poller on this system")
 }
 func (p *Poller) Wake()        {}
 func (p *Poller) Close() error { return nil }

@@ -86,6 +86,7 @@ type engine struct {
 	dateSec int64
 	spare   []leanEvent
 	hdr     []byte // scratch for header blocks
+	parsed  parsed
 }
 
 const (

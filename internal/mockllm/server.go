@@ -1,6 +1,7 @@
 package mockllm
 
 import (
+	"bytes"
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -343,18 +344,25 @@ func (s *Server) faultFor(r *http.Request, model string) (fault, bool) {
 // window), without answering or counting it; and if so, which fault, if
 // any, it drew for it. The lean engine answers the requests that pass with
 // no fault itself, and hands every other one to the handler.
-func (s *Server) admit(r *http.Request, body []byte, d Dialect) (req request, f fault, faulted, ok bool) {
+func (s *Server) admit(r *http.Request, body []byte, d Dialect, last *parsed) (req request, f fault, faulted, ok bool) {
 	if r.Method != http.MethodPost || int64(len(body)) > s.opt.MaxBodyBytes || !s.authorized(r, d) {
 		return req, f, false, false
 	}
-	var err error
-	if d == OpenAI {
-		req, err = parseOpenAI(body)
+	if last.valid && last.d == d && bytes.Equal(last.body, body) {
+		req = last.req
 	} else {
-		req, err = parseAnthropic(body, false)
-	}
-	if err != nil {
-		return req, f, false, false
+		var err error
+		if d == OpenAI {
+			req, err = parseOpenAI(body)
+		} else {
+			req, err = parseAnthropic(body, false)
+		}
+		if err != nil {
+			return req, f, false, false
+		}
+		if len(body) <= maxParsedBody {
+			*last = parsed{valid: true, d: d, body: append(last.body[:0], body...), req: req}
+		}
 	}
 	if _, limited := s.rateLimited(s.clock()); limited {
 		return req, f, false, false
@@ -362,6 +370,20 @@ func (s *Server) admit(r *http.Request, body []byte, d Dialect) (req request, f 
 	f, faulted = s.pickFault(req.model)
 	return req, f, faulted, true
 }
+
+// parsed is the last body admit parsed, and what it parsed to. Load
+// generators send the same body over and over, and parsing it with
+// encoding/json was the largest part of a plain answer's cost; a request
+// is only ever read, so the parse can be shared.
+type parsed struct {
+	valid bool
+	d     Dialect
+	body  []byte
+	req   request
+}
+
+// maxParsedBody bounds the body kept in parsed.
+const maxParsedBody = 64 << 10
 
 // readBody reads the request body, bounded by MaxBodyBytes, and records
 // the request. A non-zero status means it answered with that error.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -79,6 +80,10 @@ type engine struct {
 	done     chan struct{} // closed when the loop has returned
 	handlers sync.WaitGroup
 
+	// How many requests the loop answered itself, and how many it ran
+	// the handler for: tests look.
+	answeredNative, answeredByHandler atomic.Int64
+
 	// The loop's own.
 	conns   map[int]*lconn
 	timers  timerHeap
@@ -139,7 +144,9 @@ func (e *engine) post(ev leanEvent) {
 		return
 	}
 	e.events = append(e.events, ev)
-	e.poll.Wake()
+	if e.poll != nil { // nil only in FuzzLeanConn
+		e.poll.Wake()
+	}
 }
 
 // drain stops new streams on every connection and closes each once its
@@ -207,12 +214,12 @@ func (e *engine) run() {
 			for _, c := range e.conns {
 				c.goAway(http2.ErrCodeNo, nil)
 			}
-			if len(e.conns) == 0 && !drainedClosed {
-				drainedClosed = true
-				close(e.drained)
-			}
 		}
 		e.flushAll()
+		if mode == stopDrain && len(e.conns) == 0 && !drainedClosed {
+			drainedClosed = true
+			close(e.drained)
+		}
 		if busy || e.unsent() {
 			rawsock.Sleep(pollEvery)
 			continue
@@ -287,13 +294,18 @@ func (e *engine) unsent() bool {
 }
 
 func (e *engine) open(in incoming, now time.Time) {
-	fd := in.fd
-	if err := e.poll.Add(fd); err != nil {
+	if err := e.poll.Add(in.fd); err != nil {
 		e.s.log.Debug("lean HTTP/2: cannot watch the connection", "err", err)
-		rawsock.Close(fd)
+		rawsock.Close(in.fd)
 		return
 	}
-	c := &lconn{e: e, fd: fd, remote: in.remote, streams: map[uint32]*lstream{}, peerWin: 65535, sendWin: 65535,
+	e.conns[in.fd] = e.newConn(in, now)
+}
+
+// newConn returns a connection with the server's preface queued: its
+// SETTINGS and the connection window's first top-up.
+func (e *engine) newConn(in incoming, now time.Time) *lconn {
+	c := &lconn{e: e, fd: in.fd, remote: in.remote, streams: map[uint32]*lstream{}, peerWin: 65535, sendWin: 65535,
 		peerMaxFrame: 16384, recvWin: 65535, lastActive: now, in: make([]byte, 0, 16<<10)}
 	c.fr = http2.NewFramer(frameOut{c}, frameIn{c})
 	c.fr.SetMaxReadFrameSize(maxReadFrame)
@@ -307,7 +319,7 @@ func (e *engine) open(in incoming, now time.Time) {
 	)
 	_ = c.fr.WriteWindowUpdate(0, connWindow-65535)
 	c.recvWin = connWindow
-	e.conns[fd] = c
+	return c
 }
 
 // drop forgets a dead connection.

@@ -71,28 +71,35 @@ func (c *lconn) receive(now time.Time) bool {
 			break
 		}
 	}
-	if c.closeAfterFlush {
-		// After a GOAWAY for an error nothing more is read.
-		c.in, c.inOff = c.in[:0], 0
-	}
 	if got {
-		c.lastActive = now
-		for !c.dead && !c.closeAfterFlush && frameReady(c.in[c.inOff:]) {
-			f, err := c.fr.ReadFrame()
-			if err != nil {
-				c.readError(err)
-				continue
-			}
-			c.handle(f, now)
-		}
-		if !c.closeAfterFlush && len(c.in)-c.inOff > maxUnparsed {
-			c.goAway(http2.ErrCodeProtocol, []byte("header block too large"))
-		}
+		c.process(now)
 	}
 	if rerr != nil && !c.dead {
 		c.fail()
 	}
 	return got
+}
+
+// process handles every whole frame received. It is where a client's
+// bytes meet the engine, and what FuzzLeanConn drives.
+func (c *lconn) process(now time.Time) {
+	if c.closeAfterFlush {
+		// After a GOAWAY for an error nothing more is read.
+		c.in, c.inOff = c.in[:0], 0
+		return
+	}
+	c.lastActive = now
+	for !c.dead && !c.closeAfterFlush && frameReady(c.in[c.inOff:]) {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			c.readError(err)
+			continue
+		}
+		c.handle(f, now)
+	}
+	if !c.closeAfterFlush && len(c.in)-c.inOff > maxUnparsed {
+		c.goAway(http2.ErrCodeProtocol, []byte("header block too large"))
+	}
 }
 
 // frameReady reports whether b starts with a whole frame, and for a header

@@ -117,6 +117,7 @@ func (st *lstream) endBody(now time.Time) {
 // past its checks.
 func (st *lstream) answer(r *http.Request, d Dialect, req *request, now time.Time) {
 	s := st.c.e.s
+	st.c.e.answeredNative.Add(1)
 	s.requests.Add(1)
 	n := s.seq.Add(1)
 	s.record(r, st.body)
@@ -453,6 +454,7 @@ func appendHead(b []byte, ev *leanEvent, date []byte) []byte {
 // goroutine of its own; f, if set, is the fault the loop drew for it.
 func (st *lstream) runHandler(r *http.Request, f *fault) {
 	e := st.c.e
+	e.answeredByHandler.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	if f != nil {
 		ctx = context.WithValue(ctx, drawnFault{}, *f)

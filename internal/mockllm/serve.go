@@ -67,12 +67,16 @@ func (s *Server) listenAndServe(addr string, cfg *tls.Config) (string, error) {
 		return "", err
 	}
 	scheme := "http://"
+	var sorted net.Listener
+	if cfg == nil {
+		sorted = s.sorting(l) // now, so that the engine runs once Start returns
+	}
 	go func() {
 		var err error
 		if cfg != nil {
 			err = hs.ServeTLS(writebatch.Listener{Listener: l, TLS: true}, "", "")
 		} else {
-			err = hs.Serve(writebatch.Listener{Listener: s.sorting(l)})
+			err = hs.Serve(writebatch.Listener{Listener: sorted})
 		}
 		if err = serveErr(err); err != nil {
 			s.log.Error("mock provider stopped serving", "addr", l.Addr().String(), "err", err)

@@ -309,8 +309,8 @@ func (e *engine) newConn(in incoming, now time.Time) *lconn {
 		peerMaxFrame: 16384, recvWin: 65535, lastActive: now, in: make([]byte, 0, 16<<10)}
 	c.fr = http2.NewFramer(frameOut{c}, frameIn{c})
 	c.fr.SetMaxReadFrameSize(maxReadFrame)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = maxHeaderList
+	c.dec = hpack.NewDecoder(4096, nil)
+	c.dec.SetMaxStringLength(maxHeaderList)
 	c.fr.SetReuseFrames()
 	_ = c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(e.s.opt.MaxConcurrentStreams)},

@@ -28,6 +28,8 @@ type lconn struct {
 	streams     map[uint32]*lstream
 	maxClientID uint32 // the highest stream the client opened
 	settled     bool   // the client's SETTINGS, which must come first, arrived
+	dec         *hpack.Decoder
+	hb          headerBlock
 
 	peerWin      int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame int   // the client's SETTINGS_MAX_FRAME_SIZE
@@ -230,8 +232,25 @@ func (c *lconn) handle(f http2.Frame, now time.Time) {
 		if !f.IsAck() {
 			c.settings(f)
 		}
-	case *http2.MetaHeadersFrame:
-		c.headers(f, now)
+	case *http2.HeadersFrame:
+		if f.HeadersEnded() {
+			c.headerBlock(f.StreamID, f.StreamEnded(), f.HeaderBlockFragment(), now)
+			return
+		}
+		c.hb.stream, c.hb.ended = f.StreamID, f.StreamEnded()
+		c.hb.buf = append(c.hb.buf[:0], f.HeaderBlockFragment()...)
+	case *http2.ContinuationFrame:
+		// The framer makes sure it follows its HEADERS.
+		if c.hb.buf = append(c.hb.buf, f.HeaderBlockFragment()...); len(c.hb.buf) > 2*maxHeaderList {
+			c.goAway(http2.ErrCodeProtocol, []byte("header block too large"))
+			return
+		}
+		if f.HeadersEnded() {
+			c.headerBlock(c.hb.stream, c.hb.ended, c.hb.buf, now)
+			if cap(c.hb.buf) > 64<<10 {
+				c.hb.buf = nil
+			}
+		}
 	case *http2.DataFrame:
 		c.data(f, now)
 	case *http2.WindowUpdateFrame:
@@ -310,9 +329,22 @@ func (c *lconn) settings(f *http2.SettingsFrame) {
 	c.resume()
 }
 
+// headerBlock decodes a whole header block and acts on it.
+func (c *lconn) headerBlock(id uint32, ended bool, block []byte, now time.Time) {
+	fields, err := c.fields(block)
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &ce):
+		c.goAway(http2.ErrCode(ce), []byte("bad header block"))
+	case errors.Is(err, errBadField):
+		c.readError(http2.StreamError{StreamID: id, Code: http2.ErrCodeProtocol, Cause: err})
+	default:
+		c.headers(id, ended, fields, errors.Is(err, errHeaderList), now)
+	}
+}
+
 // headers opens a stream, or ends one's body with trailers.
-func (c *lconn) headers(f *http2.MetaHeadersFrame, now time.Time) {
-	id := f.StreamID
+func (c *lconn) headers(id uint32, ended bool, fields []hpack.HeaderField, truncated bool, now time.Time) {
 	if id%2 == 0 {
 		c.goAway(http2.ErrCodeProtocol, []byte("even stream ID from a client"))
 		return
@@ -323,7 +355,7 @@ func (c *lconn) headers(f *http2.MetaHeadersFrame, now time.Time) {
 			c.goAway(http2.ErrCodeStreamClosed, []byte("HEADERS on a half-closed stream"))
 			return
 		}
-		if !f.StreamEnded() {
+		if !ended {
 			c.goAway(http2.ErrCodeProtocol, []byte("trailers without END_STREAM"))
 			return
 		}
@@ -344,12 +376,12 @@ func (c *lconn) headers(f *http2.MetaHeadersFrame, now time.Time) {
 	}
 	st := &lstream{c: c, id: id, sendWin: c.peerWin, recvWin: streamWindow, contentLength: -1, start: now}
 	c.streams[id] = st
-	st.bodyDone = f.StreamEnded()
-	if f.Truncated {
+	st.bodyDone = ended
+	if truncated {
 		st.respondStatus(http.StatusRequestHeaderFieldsTooLarge, now)
 		return
 	}
-	if !st.readFields(f.Fields) {
+	if !st.readFields(fields) {
 		c.reset(st, http2.ErrCodeProtocol)
 		return
 	}
@@ -412,11 +444,15 @@ func (st *lstream) readFields(fields []hpack.HeaderField) bool {
 	if st.method == "" || st.scheme == "" || st.path == "" || st.method == http.MethodConnect {
 		return false
 	}
-	u, err := url.ParseRequestURI(st.path)
-	if err != nil {
-		return false
+	if plainPath(st.path) {
+		st.url = &url.URL{Path: st.path} // what ParseRequestURI returns for it, without its work
+	} else {
+		u, err := url.ParseRequestURI(st.path)
+		if err != nil {
+			return false
+		}
+		st.url = u
 	}
-	st.url = u
 	st.header = h
 	return true
 }
@@ -523,4 +559,21 @@ func (c *lconn) resume() {
 			st.send(nil, st.endQueued)
 		}
 	}
+}
+
+// plainPath reports whether p is an absolute path of letters, digits and
+// "/-._" only: no query, escape or dot segment for url.ParseRequestURI to
+// make anything of.
+func plainPath(p string) bool {
+	if p == "" || p[0] != '/' || strings.Contains(p, "/.") {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		switch b := p[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '/', b == '-', b == '.', b == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
@@ -668,4 +669,43 @@ func FuzzLeanConn(f *testing.F) {
 		e.fire(now.Add(time.Hour))
 		c.fail()
 	})
+}
+
+// plainPath takes only the paths url.ParseRequestURI parses to a bare
+// Path.
+func TestPlainPath(t *testing.T) {
+	for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/", "/a-b_c.d", "/v1/./x", "/v1/%41", "/x?y=1", "*", "", "v1", "/a b", "/a;b"} {
+		if !plainPath(p) {
+			continue
+		}
+		u, err := url.ParseRequestURI(p)
+		if err != nil || *u != (url.URL{Path: p}) {
+			t.Errorf("%q: ParseRequestURI gives %#v, %v", p, u, err)
+		}
+	}
+	for _, p := range []string{"/v1/messages", "/v1/chat/completions"} {
+		if !plainPath(p) {
+			t.Errorf("%q is plain", p)
+		}
+	}
+}
+
+// staticOnly tells the header blocks that decode the same whatever the
+// dynamic table holds, and only those.
+func TestStaticOnly(t *testing.T) {
+	literal := appendField(appendField([]byte{0x83, 0x86}, ":path", "/v1/messages"), "x-api-key", "k") // POST, http
+	if !staticOnly(literal) {
+		t.Error("literals without indexing and static entries: want true")
+	}
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	_ = enc.WriteField(hpack.HeaderField{Name: "x-api-key", Value: "k"}) // added to the dynamic table
+	if staticOnly(b.Bytes()) {
+		t.Error("a literal with incremental indexing: want false")
+	}
+	for _, bad := range [][]byte{{0xbe}, {0x20}, {0x00, 0x05, 'a'}, {0x0f}, {0x0f, 0x80, 0x80, 0x80, 0x80, 0x80}} {
+		if staticOnly(bad) {
+			t.Errorf("%x: want false", bad)
+		}
+	}
 }

@@ -38,7 +38,8 @@ type lstream struct {
 	closed    bool
 	timerSeq  uint32
 
-	nat    *native            // a plain answer given by the loop
+	nat    *native            // a plain answer given by the loop: &natv, until complete
+	natv   native             // (in the stream, not allocated apart: a tick reads both)
 	cancel context.CancelFunc // a request answered by a handler
 }
 
@@ -122,7 +123,8 @@ func (st *lstream) answer(r *http.Request, d Dialect, req *request, now time.Tim
 	n := s.seq.Add(1)
 	s.record(r, st.body)
 	st.body = nil
-	nat := &native{d: d, n: n, req: *req, start: now}
+	st.natv = native{d: d, n: n, req: *req, start: now}
+	nat := &st.natv
 	nat.rep = s.plan(&nat.req)
 	nat.deadline = now.Add(s.latency())
 	st.nat = nat
@@ -283,10 +285,21 @@ func (st *lstream) respondStatus(status int, now time.Time) {
 func (st *lstream) writeHead(block []byte, end bool) {
 	c := st.c
 	first := block[:min(len(block), c.peerMaxFrame)]
-	_ = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: first, EndStream: end, EndHeaders: len(first) == len(block)})
+	flags := http2.Flags(0)
+	if end {
+		flags |= http2.FlagHeadersEndStream
+	}
+	if len(first) == len(block) {
+		flags |= http2.FlagHeadersEndHeaders
+	}
+	c.writeFrame(http2.FrameHeaders, flags, st.id, first)
 	for block = block[len(first):]; len(block) > 0; {
 		n := min(len(block), c.peerMaxFrame)
-		_ = c.fr.WriteContinuation(st.id, n == len(block), block[:n])
+		flags = 0
+		if n == len(block) {
+			flags = http2.FlagContinuationEndHeaders
+		}
+		c.writeFrame(http2.FrameContinuation, flags, st.id, block[:n])
 		block = block[n:]
 	}
 	if end {
@@ -311,7 +324,11 @@ func (st *lstream) send(data []byte, end bool) {
 		if n <= 0 {
 			break
 		}
-		_ = c.fr.WriteData(st.id, end && sent+n == len(data), data[sent:sent+n])
+		flags := http2.Flags(0)
+		if end && sent+n == len(data) {
+			flags = http2.FlagDataEndStream
+		}
+		c.writeFrame(http2.FrameData, flags, st.id, data[sent:sent+n])
 		sent += n
 		c.sendWin -= int64(n)
 		st.sendWin -= int64(n)
@@ -332,10 +349,19 @@ func (st *lstream) send(data []byte, end bool) {
 	st.pending = st.pending[:0]
 	if end {
 		if len(data) == 0 {
-			_ = c.fr.WriteData(st.id, true, nil)
+			c.writeFrame(http2.FrameData, http2.FlagDataEndStream, st.id, nil)
 		}
 		st.answered()
 	}
+}
+
+// writeFrame queues a frame of the answer. The framer would copy the
+// payload twice, into a frame of its own and then into out; answers are
+// most of what the engine writes, so their frames go straight into out.
+func (c *lconn) writeFrame(t http2.FrameType, flags http2.Flags, id uint32, payload []byte) {
+	n := len(payload)
+	c.out = append(c.out, byte(n>>16), byte(n>>8), byte(n), byte(t), byte(flags), byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+	c.out = append(c.out, payload...)
 }
 
 // answered closes a stream whose answer is complete. If the request's

@@ -92,6 +92,7 @@ type engine struct {
 	spare   []leanEvent
 	hdr     []byte // scratch for header blocks
 	parsed  parsed
+	last    *cohort // the cohort answers started now join, if theirs
 }
 
 const (
@@ -352,11 +353,49 @@ func (e *engine) fire(now time.Time) {
 		if !ok {
 			return
 		}
-		if t.st.timerSeq != t.seq || t.st.closed {
-			continue
+		co := t.co
+		live := co.streams[:0]
+		for _, st := range co.streams {
+			if st.closed || st.nat == nil {
+				continue
+			}
+			st.tick(now)
+			if st.nat != nil {
+				live = append(live, st)
+			}
 		}
-		t.st.tick(now)
+		clear(co.streams[len(live):])
+		co.streams = live
+		if len(live) > 0 {
+			e.timers.push(timer{at: live[0].nat.due().UnixNano(), co: co})
+		} else if e.last == co {
+			e.last = nil
+		}
 	}
+}
+
+// cohort is the plain answers started in one round with the same
+// schedule: the same latency and, for streams, as many deltas. Each part
+// of their answers falls due at the same moment, so they share one timer
+// instead of pushing one per stream per delta: without jitter, every
+// answer started in a round is in one cohort.
+type cohort struct {
+	start, deadline time.Time
+	deltas          int
+	stream          bool
+	streams         []*lstream
+}
+
+// join puts a plain answer in the cohort of its schedule.
+func (e *engine) join(st *lstream) {
+	nat := st.nat
+	co := e.last
+	if co == nil || !co.start.Equal(nat.start) || !co.deadline.Equal(nat.deadline) || co.deltas != nat.deltas || co.stream != nat.req.stream {
+		co = &cohort{start: nat.start, deadline: nat.deadline, deltas: nat.deltas, stream: nat.req.stream}
+		e.last = co
+		e.timers.push(timer{at: nat.due().UnixNano(), co: co})
+	}
+	co.streams = append(co.streams, st)
 }
 
 // dateHeader returns the Date header's value for now, formatted once a
@@ -392,15 +431,14 @@ func (f frameIn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// timer is a stream's next deadline; seq tells a stale one.
+// timer is a cohort's next deadline.
 type timer struct {
-	at  int64 // UnixNano
-	st  *lstream
-	seq uint32
+	at int64 // UnixNano
+	co *cohort
 }
 
-// timerHeap is a min-heap of deadlines: one for every request waiting out
-// its latency or its stream's next delta.
+// timerHeap is a min-heap of deadlines: one per cohort of answers waiting
+// out their latency or their streams' next delta.
 type timerHeap []timer
 
 func (h *timerHeap) push(t timer) {

@@ -526,7 +526,6 @@ func (c *lconn) closeStream(st *lstream) {
 		return
 	}
 	st.closed = true
-	st.timerSeq++
 	delete(c.streams, st.id)
 	st.pending = nil
 	st.body = nil

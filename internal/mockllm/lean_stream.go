@@ -36,7 +36,6 @@ type lstream struct {
 	endQueued bool   // END_STREAM follows pending
 	blocked   bool   // on c.blocked
 	closed    bool
-	timerSeq  uint32
 
 	nat    *native            // a plain answer given by the loop: &natv, until complete
 	natv   native             // (in the stream, not allocated apart: a tick reads both)
@@ -132,12 +131,7 @@ func (st *lstream) answer(r *http.Request, d Dialect, req *request, now time.Tim
 		st.openStream(now)
 		return
 	}
-	st.schedule(nat.deadline) // the JSON is rendered when due, as json does
-}
-
-func (st *lstream) schedule(at time.Time) {
-	st.timerSeq++
-	st.c.e.timers.push(timer{at: at.UnixNano(), st: st, seq: st.timerSeq})
+	st.c.e.join(st) // the JSON is rendered when due, as json does
 }
 
 // tick acts on the stream's deadline.
@@ -199,18 +193,16 @@ func (st *lstream) openStream(now time.Time) {
 	}
 	st.send(first, false)
 	nat.i = 1
-	st.scheduleNext()
+	e.join(st)
 }
 
-// scheduleNext schedules delta i, or the closing events once no delta is
-// left.
-func (st *lstream) scheduleNext() {
-	nat := st.nat
-	if nat.i < nat.deltas {
-		st.schedule(nat.at(nat.i))
-	} else {
-		st.schedule(nat.deadline)
+// due is when the answer's next part is: delta i, or the closing events
+// once no delta is left (the whole answer, for JSON).
+func (nat *native) due() time.Time {
+	if nat.req.stream && nat.i < nat.deltas {
+		return nat.at(nat.i)
 	}
+	return nat.deadline
 }
 
 // nextEvent sends what is due of a stream.
@@ -219,7 +211,6 @@ func (st *lstream) nextEvent(time.Time) {
 	if nat.i < nat.deltas {
 		st.send(nat.segment(nat.i+1), false)
 		nat.i++
-		st.scheduleNext()
 		return
 	}
 	if nat.d == Anthropic || nat.req.includeUsage {

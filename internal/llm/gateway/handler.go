@@ -522,7 +522,9 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 		}
 	} else {
 		x.trans = true
-		tr, err := translate.Request(x.client, p.Dialect, body, upModel, g.topts)
+		var tr translate.Translated
+		var err error
+		onGrownStack(func() { tr, err = translate.Request(x.client, p.Dialect, body, upModel, g.topts) })
 		if err != nil {
 			var te *translate.Error
 			if !errors.As(err, &te) {

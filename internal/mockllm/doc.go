@@ -29,10 +29,14 @@
 // JSON), prompt caching (cache counts are 0), and the anthropic-version
 // header (not required). Images and documents count no tokens.
 //
-// It is built to outlast the gateway in front of it: waits are timers, never
-// busy loops; the reply text and its stream deltas are rendered once, at
-// New; counters are atomics, and nothing on a request's path takes a lock
-// shared with other requests.
+// It is built to outlast the gateway in front of it: the reply text and its
+// stream deltas are rendered once, at New; counters are atomics, and
+// nothing on a request's path takes a lock shared with other requests.
+// Prior-knowledge h2c, what load generators speak, is served by a lean
+// HTTP/2 engine of its own (lean.go): one goroutine for every connection,
+// polling them every 2 ms while anything is in flight, which answers a
+// plain chat completion or message without a goroutine or timer of its
+// own and runs the ordinary handler for everything else.
 //
 // It imports nothing of Strait's. Only tests, benchmarks and the CLI's
 // `strait mock llm` may import it; no gateway package may

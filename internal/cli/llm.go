@@ -85,6 +85,9 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 			RequestTimeout:    p.RequestTimeout.Duration,
 			StreamIdleTimeout: p.StreamIdleTimeout.Duration,
 		}
+		if p.HTTP2Client == "net/http" {
+			gp.HTTP2Client = llmgw.HTTP2NetHTTP
+		}
 		if strings.HasPrefix(p.BaseURL, "https://") {
 			tc, err := p.TLS.Build()
 			if err != nil {

@@ -164,6 +164,10 @@ type LLMProvider struct {
 	// HTTP is h1, h2c (http:// only) or h2 (https:// only); empty means
 	// HTTP/1.1 for http:// and HTTP/2 or 1.1 by ALPN for https://.
 	HTTP string `yaml:"http,omitempty"`
+	// HTTP2Client picks the client for http: h2c or h2: strait (Strait's
+	// own, the default) or net/http (Go's standard one, for a provider
+	// Strait's does not get along with).
+	HTTP2Client string `yaml:"http2_client,omitempty"`
 	// TLS tunes https:// connections.
 	TLS *LLMProviderTLS `yaml:"tls,omitempty"`
 	// MaxConns bounds the connections open to the provider.
@@ -745,6 +749,14 @@ func (v *validator) llmProvider(p, name string, pr *LLMProvider) {
 		case pr.HTTP == "h2" && !tlsOn && !v.c.isBad(bp):
 			v.add(p+".http", "h2 is HTTP/2 over TLS, but base_url is http://: use h2c, or an https:// base_url")
 		}
+	}
+	switch pr.HTTP2Client {
+	case "", "strait", "net/http":
+		if pr.HTTP2Client != "" && pr.HTTP != "h2c" && pr.HTTP != "h2" {
+			v.add(p+".http2_client", "only applies to HTTP/2 toward the provider: set http to h2c or h2, or remove http2_client")
+		}
+	default:
+		v.add(p+".http2_client", v.c.show(p+".http2_client", pr.HTTP2Client)+" is not allowed: use strait (the default) or net/http")
 	}
 	if t := pr.TLS; t != nil {
 		if !tlsOn && !v.c.isBad(bp) {

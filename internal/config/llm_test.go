@@ -114,7 +114,7 @@ func TestLLMFull(t *testing.T) {
 		"      response_timeout: 30s",
 		"      request_timeout: 5m",
 		"      stream_idle_timeout: 45s",
-		"    local: {dialect: anthropic, base_url: \"http://127.0.0.1:8000/\", http: h2c}",
+		"    local: {dialect: anthropic, base_url: \"http://127.0.0.1:8000/\", http: h2c, http2_client: net/http}",
 		"  routes:",
 		"    - {name: gpt, match: \"gpt-*\", provider: openai, models: [gpt-4o, gpt-4o-mini]}",
 		"    - {match: claude-sonnet, provider: local, model: claude-sonnet-4-5}",
@@ -133,6 +133,9 @@ func TestLLMFull(t *testing.T) {
 	p := l.Providers["openai"]
 	if string(p.APIKey) != "sk-provider" || p.HTTP != "h2" || p.MaxConns != 16 || p.ResponseTimeout.Duration != 30*time.Second || p.StreamIdleTimeout.Duration != 45*time.Second {
 		t.Errorf("provider %+v", p)
+	}
+	if lp := l.Providers["local"]; lp.HTTP2Client != "net/http" {
+		t.Errorf("local's http2_client %q", lp.HTTP2Client)
 	}
 	if l.BodyReadTimeout.Duration != 5*time.Second {
 		t.Errorf("body_read_timeout %v", l.BodyReadTimeout)
@@ -197,6 +200,8 @@ func TestLLMErrors(t *testing.T) {
 		{"zero size", llmWith(0, "", "  max_body_bytes: 0"), "llm.max_body_bytes", 10, "must be greater than 0"},
 		{"body_read_timeout zero", llmWith(0, "", "  body_read_timeout: 0s"), "llm.body_read_timeout", 10, "must be greater than zero (the default is 30s)"},
 		{"body_read_timeout without unit", llmWith(0, "", "  body_read_timeout: 30"), "llm.body_read_timeout", 10, "add a unit"},
+		{"bad http2_client", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http: h2c, http2_client: go}"), "llm.providers.mock.http2_client", 7, "use strait (the default) or net/http"},
+		{"http2_client without HTTP/2", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http2_client: net/http}"), "llm.providers.mock.http2_client", 7, "set http to h2c or h2, or remove http2_client"},
 		{"stream_idle_timeout zero", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", stream_idle_timeout: 0s}"), "llm.providers.mock.stream_idle_timeout", 7, "greater than zero (e.g. 2m)"},
 		{"max tokens zero", llmWith(0, "", "  translation: {max_tokens_default: 0}"), "llm.translation.max_tokens_default", 10, "at least 1"},
 		{"no providers", llmWith(7, "    {}"), "llm.providers", 6, "at least one provider"},

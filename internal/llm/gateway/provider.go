@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/straitgw/strait/internal/llm/h2client"
 	"github.com/straitgw/strait/internal/llm/translate"
 	"github.com/straitgw/strait/internal/writebatch"
 )
@@ -31,6 +32,20 @@ const (
 	H2C HTTPVersion = "h2c"
 	// H2 is HTTP/2 over TLS only; https:// only.
 	H2 HTTPVersion = "h2"
+)
+
+// HTTP2Client names the client that speaks HTTP/2 (h2c or h2) to a
+// provider.
+type HTTP2Client string
+
+// HTTP/2 clients.
+const (
+	// HTTP2Strait is the gateway's own HTTP/2 client (internal/llm/h2client):
+	// one goroutine per connection, none per request.
+	HTTP2Strait HTTP2Client = ""
+	// HTTP2NetHTTP is net/http's HTTP/2 client, for a provider the
+	// gateway's own does not get along with.
+	HTTP2NetHTTP HTTP2Client = "net/http"
 )
 
 // Defaults for Provider settings left at zero.
@@ -65,6 +80,9 @@ type Provider struct {
 	APIKey string
 	// HTTP selects the protocol; HTTPAuto by default.
 	HTTP HTTPVersion
+	// HTTP2Client picks the HTTP/2 client for h2c and h2; HTTP2Strait by
+	// default.
+	HTTP2Client HTTP2Client
 	// TLS configures https:// connections; nil uses the system roots.
 	TLS *tls.Config
 	// MaxConns bounds the connections open to the provider (for HTTP/2,
@@ -89,9 +107,10 @@ type Provider struct {
 // provider is a Provider ready for requests.
 type provider struct {
 	Provider
-	tr *http.Transport
-	// rt is tr, except in tests and benchmarks that stand in for the
-	// network.
+	// closeIdle closes the idle connections of the client in use.
+	closeIdle func()
+	// rt is the client, except in tests and benchmarks that stand in
+	// for the network.
 	rt                   http.RoundTripper
 	chatURL, messagesURL string
 	countURL             string
@@ -135,6 +154,11 @@ func newProvider(p Provider) (*provider, error) {
 		protos.SetHTTP2(true)
 	default:
 		return fail("HTTP version %q is not h1, h2c or h2", p.HTTP)
+	}
+	switch p.HTTP2Client {
+	case HTTP2Strait, HTTP2NetHTTP:
+	default:
+		return fail("HTTP/2 client %q is not net/http (or empty, for Strait's own)", p.HTTP2Client)
 	}
 	if p.MaxConns <= 0 {
 		p.MaxConns = DefaultMaxConns
@@ -183,6 +207,33 @@ func newProvider(p Provider) (*provider, error) {
 	if p.TLS != nil {
 		rt.TLSClientConfig = p.TLS.Clone()
 	}
+	var client http.RoundTripper = rt
+	closeIdle := rt.CloseIdleConnections
+	if (p.HTTP == H2C || p.HTTP == H2) && p.HTTP2Client == HTTP2Strait {
+		addr := u.Host
+		if u.Port() == "" {
+			port := "80"
+			if tlsOn {
+				port = "443"
+			}
+			addr = net.JoinHostPort(u.Hostname(), port)
+		}
+		o := h2client.Options{
+			Addr:            addr,
+			Dial:            dial,
+			MaxConns:        p.MaxConns,
+			ConnectTimeout:  p.ConnectTimeout,
+			IdleConnTimeout: 90 * time.Second,
+		}
+		if tlsOn {
+			o.TLS = &tls.Config{}
+			if p.TLS != nil {
+				o.TLS = p.TLS
+			}
+		}
+		h2 := h2client.New(o)
+		client, closeIdle = h2, h2.CloseIdleConnections
+	}
 	base := strings.TrimSuffix(u.String(), "/")
 	h := http.Header{
 		"Content-Type":    {"application/json"},
@@ -194,8 +245,8 @@ func newProvider(p Provider) (*provider, error) {
 	}
 	return &provider{
 		Provider:    p,
-		tr:          rt,
-		rt:          rt,
+		closeIdle:   closeIdle,
+		rt:          client,
 		chatURL:     base + "/v1/chat/completions",
 		messagesURL: base + "/v1/messages",
 		countURL:    base + "/v1/messages/count_tokens",
@@ -254,5 +305,3 @@ func (p *provider) requestHeader(base http.Header, client translate.Dialect, in 
 	}
 	return h
 }
-
-func (p *provider) closeIdle() { p.tr.CloseIdleConnections() }

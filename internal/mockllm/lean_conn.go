@@ -374,17 +374,19 @@ func (c *lconn) headers(id uint32, ended bool, fields []hpack.HeaderField, trunc
 		_ = c.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 		return
 	}
-	st := &lstream{c: c, id: id, sendWin: c.peerWin, recvWin: streamWindow, contentLength: -1, start: now}
+	st := &lstream{c: c, id: id, sendWin: c.peerWin, recvWin: streamWindow, reqHead: reqHead{contentLength: -1}, start: now}
 	c.streams[id] = st
 	st.bodyDone = ended
 	if truncated {
 		st.respondStatus(http.StatusRequestHeaderFieldsTooLarge, now)
 		return
 	}
-	if !st.readFields(fields) {
+	head, ok := c.head(fields)
+	if !ok {
 		c.reset(st, http2.ErrCodeProtocol)
 		return
 	}
+	st.reqHead = head
 	switch {
 	case st.bodyDone:
 		st.dispatch(now)
@@ -397,12 +399,39 @@ func (c *lconn) headers(id uint32, ended bool, fields []hpack.HeaderField, trunc
 // 8.2.2).
 var hopHeaders = map[string]bool{"connection": true, "keep-alive": true, "proxy-connection": true, "transfer-encoding": true, "upgrade": true}
 
-// readFields takes the request's header fields and reports whether they
+// reqHead is a request's head: its pseudo-header fields, its header and
+// its declared length.
+type reqHead struct {
+	method, path, scheme, authority string
+	url                             *url.URL
+	header                          http.Header // shared by the requests of one cached block: read only
+	contentLength                   int64       // -1: not declared
+}
+
+// head reads a request's header fields, or takes them from the last
+// request if its header block was the same bytes, and reports whether
+// they make a well-formed request.
+func (c *lconn) head(fields []hpack.HeaderField) (reqHead, bool) {
+	hb := &c.hb
+	cached := len(fields) > 0 && len(hb.lastFields) > 0 && &fields[0] == &hb.lastFields[0]
+	if cached && hb.lastHead != nil {
+		return *hb.lastHead, true
+	}
+	h, ok := readHead(fields)
+	if ok && cached {
+		hb.lastHead = &h
+	}
+	return h, ok
+}
+
+// readHead takes the request's header fields and reports whether they
 // make a well-formed request.
-func (st *lstream) readFields(fields []hpack.HeaderField) bool {
+func readHead(fields []hpack.HeaderField) (st reqHead, ok bool) {
+	st.contentLength = -1
 	h := make(http.Header, len(fields))
+	vals := make([]string, len(fields)) // one array for every field's value
 	var cookies []string
-	for _, f := range fields {
+	for i, f := range fields {
 		switch f.Name {
 		case ":method":
 			st.method = f.Value
@@ -413,27 +442,26 @@ func (st *lstream) readFields(fields []hpack.HeaderField) bool {
 		case ":authority":
 			st.authority = f.Value
 		case ":protocol":
-			return false // no extended CONNECT: SETTINGS_ENABLE_CONNECT_PROTOCOL is not sent
+			return st, false // no extended CONNECT: SETTINGS_ENABLE_CONNECT_PROTOCOL is not sent
 		case "content-length":
 			n, err := strconv.ParseInt(f.Value, 10, 64)
 			if err != nil || n < 0 || (st.contentLength >= 0 && n != st.contentLength) {
-				return false
+				return st, false
 			}
 			st.contentLength = n
-			h["Content-Length"] = append(h["Content-Length"], f.Value)
+			addValue(h, "Content-Length", f.Value, vals, i)
 		case "te":
 			if f.Value != "trailers" {
-				return false
+				return st, false
 			}
-			h["Te"] = append(h["Te"], f.Value)
+			addValue(h, "Te", f.Value, vals, i)
 		case "cookie":
 			cookies = append(cookies, f.Value)
 		default:
 			if hopHeaders[f.Name] {
-				return false
+				return st, false
 			}
-			k := http.CanonicalHeaderKey(f.Name)
-			h[k] = append(h[k], f.Value)
+			addValue(h, http.CanonicalHeaderKey(f.Name), f.Value, vals, i)
 		}
 	}
 	if len(cookies) > 0 {
@@ -442,19 +470,30 @@ func (st *lstream) readFields(fields []hpack.HeaderField) bool {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}
 	}
 	if st.method == "" || st.scheme == "" || st.path == "" || st.method == http.MethodConnect {
-		return false
+		return st, false
 	}
 	if plainPath(st.path) {
 		st.url = &url.URL{Path: st.path} // what ParseRequestURI returns for it, without its work
 	} else {
 		u, err := url.ParseRequestURI(st.path)
 		if err != nil {
-			return false
+			return st, false
 		}
 		st.url = u
 	}
 	st.header = h
-	return true
+	return st, true
+}
+
+// addValue adds a value to h, its slice cut from vals at i so that a
+// request's values share one allocation.
+func addValue(h http.Header, k, v string, vals []string, i int) {
+	if old, ok := h[k]; ok {
+		h[k] = append(old, v)
+		return
+	}
+	vals[i] = v
+	h[k] = vals[i : i+1 : i+1]
 }
 
 // data takes a DATA frame: flow control, then the request body.

@@ -26,6 +26,7 @@ type headerBlock struct {
 
 	last       []byte // the last block decoded, if it can be reused
 	lastFields []hpack.HeaderField
+	lastHead   *reqHead // what lastFields make, once read
 }
 
 var (
@@ -100,6 +101,7 @@ func (c *lconn) fields(block []byte) ([]hpack.HeaderField, error) {
 	case big:
 		return nil, errHeaderList
 	}
+	hb.lastHead = nil
 	if staticOnly(block) {
 		hb.last = append(hb.last[:0], block...)
 		hb.lastFields = fields

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,15 +19,12 @@ type lstream struct {
 	id uint32
 
 	// The request.
-	method, path, scheme, authority string
-	url                             *url.URL
-	header                          http.Header
-	contentLength                   int64 // -1: not declared
-	body                            []byte
-	start                           time.Time
-	bodyDone                        bool // END_STREAM received
-	dispatched                      bool // handed to an answer
-	recvWin, recvUnacked            int64
+	reqHead
+	body                 []byte
+	start                time.Time
+	bodyDone             bool // END_STREAM received
+	dispatched           bool // handed to an answer
+	recvWin, recvUnacked int64
 
 	// The answer.
 	sendWin   int64
@@ -478,7 +474,8 @@ func (st *lstream) runHandler(r *http.Request, f *fault) {
 	}
 	st.cancel = cancel
 	r = r.WithContext(ctx)
-	st.body = nil // the handler reads its own reader of it
+	r.Header = r.Header.Clone() // the handler may change it; the engine's may be shared
+	st.body = nil               // the handler reads its own reader of it
 	w := &leanWriter{e: e, st: st, ctx: ctx, header: http.Header{}, head: r.Method == http.MethodHead}
 	e.handlers.Add(1)
 	go w.serve(r, cancel)

@@ -48,6 +48,12 @@ type native struct {
 	deadline  time.Time
 	sc        *script // a stream's rendered events
 	deltas, i int     // a stream's deltas, and the next one due
+	// sc's buf and ends, here so that a tick reads the stream and the
+	// bytes it sends, not the script too: it runs for every stream in
+	// flight every few deltas, and each memory line it reads is a miss.
+	buf    []byte
+	ends   []int
+	inline [16]int
 }
 
 // drawnFault is the context key under which the lean engine hands the
@@ -176,6 +182,10 @@ func (st *lstream) openStream(now time.Time) {
 		s.openaiStream(sc, nat.n, nat.req.model, &nat.rep, nat.req.includeUsage, s.opt.Deltas)
 	}
 	nat.deltas = len(sc.ends) - 2
+	nat.buf, nat.ends = sc.buf, sc.ends
+	if len(sc.ends) <= len(nat.inline) {
+		nat.ends = nat.inline[:copy(nat.inline[:], sc.ends)]
+	}
 	b := appendStatus(e.hdr[:0], http.StatusOK)
 	b = appendField(b, "cache-control", hdrNoCache[0])
 	b = appendField(b, "content-type", hdrSSE[0])
@@ -213,10 +223,17 @@ func (st *lstream) nextEvent(time.Time) {
 		s.bill(nat.rep.inputTokens, nat.rep.outputTokens)
 	}
 	s.counts[nat.d][1][http.StatusOK].Add(1)
-	sc := nat.sc
 	st.nat = nil
-	st.send(sc.buf[sc.ends[nat.deltas]:sc.ends[nat.deltas+1]], true)
-	s.putScript(sc)
+	st.send(nat.segment(nat.deltas+1), true)
+	nat.release(s)
+}
+
+// release gives a stream's script back.
+func (nat *native) release(s *Server) {
+	if nat.sc != nil {
+		s.putScript(nat.sc)
+		nat.sc, nat.buf, nat.ends = nil, nil, nil
+	}
 }
 
 // segment returns a stream's segment i: 0 the opening events, 1 to deltas
@@ -224,9 +241,9 @@ func (st *lstream) nextEvent(time.Time) {
 func (nat *native) segment(i int) []byte {
 	from := 0
 	if i > 0 {
-		from = nat.sc.ends[i-1]
+		from = nat.ends[i-1]
 	}
-	return nat.sc.buf[from:nat.sc.ends[i]]
+	return nat.buf[from:nat.ends[i]]
 }
 
 // at is when delta i is due, as in stream.
@@ -245,10 +262,7 @@ func (nat *native) gone(s *Server) {
 		s.bill(nat.rep.inputTokens, 1) // what message_start reported
 	}
 	s.counts[nat.d][1][http.StatusOK].Add(1)
-	if nat.sc != nil {
-		s.putScript(nat.sc)
-		nat.sc = nil
-	}
+	nat.release(s)
 }
 
 func idHeader(d Dialect) string {

@@ -117,23 +117,25 @@ type incoming struct {
 	remote string
 }
 
-// add hands a connection that sent the HTTP/2 preface to the loop.
-func (e *engine) add(nc net.Conn) {
+// add hands a connection that sent the HTTP/2 preface to the loop. It
+// reports false, leaving nc as it was, if nc is not a socket the loop can
+// take over (a listener of the caller's may hand out anything).
+func (e *engine) add(nc net.Conn) bool {
 	remote := nc.RemoteAddr().String()
 	fd, err := rawsock.Detach(nc)
 	if err != nil {
-		e.s.log.Debug("lean HTTP/2: cannot take the connection over", "err", err)
-		nc.Close()
-		return
+		e.s.log.Debug("lean HTTP/2: cannot take the connection over; net/http serves it", "err", err)
+		return false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mode != stopNone {
 		rawsock.Close(fd)
-		return
+		return true
 	}
 	e.incoming = append(e.incoming, incoming{fd, remote})
 	e.poll.Wake()
+	return true
 }
 
 // post hands the loop what a handler wrote. Waking the loop under mu keeps

@@ -91,14 +91,14 @@ func (l *leanListener) sniff(c net.Conn) {
 	l.mu.Unlock()
 	_ = c.SetReadDeadline(time.Time{})
 	switch {
-	case n == len(head) && string(head[:]) == h2Preface:
-		l.e.add(c)
+	case n == len(head) && string(head[:]) == h2Preface && l.e.add(c):
 		return
 	case n == 0, err != nil && !errors.Is(err, io.EOF) && string(head[:n]) == h2Preface[:n]:
 		c.Close() // closed, silent or stalled inside the preface
 		return
 	}
-	// HTTP/1.1, or something net/http will reject as it always has.
+	// HTTP/1.1, something net/http will reject as it always has, or
+	// HTTP/2 on a connection that is not a socket.
 	rc := &replayConn{Conn: c, r: io.MultiReader(bytes.NewReader(append([]byte(nil), head[:n]...)), c)}
 	select {
 	case l.ready <- rc:

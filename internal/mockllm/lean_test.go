@@ -708,3 +708,44 @@ func TestStaticOnly(t *testing.T) {
 		}
 	}
 }
+
+// wrappedListener hands out connections that are not sockets to the
+// engine: they hide their descriptor.
+type wrappedListener struct{ net.Listener }
+
+type wrappedConn struct{ net.Conn }
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
+}
+
+// HTTP/2 on a connection the engine cannot take over is served by
+// net/http, not dropped.
+func TestLeanFallsBackForOtherConns(t *testing.T) {
+	s := New(Options{})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(wrappedListener{l}) }()
+	t.Cleanup(func() { s.Close() })
+	c := h2cClient(t, nil)
+	a := do(c, "POST", "http://"+l.Addr().String()+"/v1/chat/completions", oaBody)
+	if a.err != nil || a.status != 200 {
+		t.Fatalf("%v %d %s", a.err, a.status, a.body)
+	}
+	last, _ := s.LastRequest()
+	if last.Proto != "HTTP/2.0" {
+		t.Errorf("served over %s", last.Proto)
+	}
+	s.mu.Lock()
+	e := s.lean
+	s.mu.Unlock()
+	if e != nil && e.answeredNative.Load() != 0 {
+		t.Error("the engine answered a connection it cannot own")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,25 +119,38 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := t.roundTrip(req)
-		var r *errRetry
-		if err == nil || !errors.As(err, &r) {
-			return resp, err
+		if err == nil {
+			return resp, nil
+		}
+		rerr, retry := retryable(err)
+		if !retry {
+			return nil, err
 		}
 		if attempt > 0 || req.Context().Err() != nil {
-			return nil, r.err
+			return nil, rerr
 		}
 		if req.Body != nil && req.Body != http.NoBody {
 			if req.GetBody == nil {
-				return nil, r.err
+				return nil, rerr
 			}
 			body, gerr := req.GetBody()
 			if gerr != nil {
-				return nil, r.err
+				return nil, rerr
 			}
 			req = req.Clone(req.Context())
 			req.Body = body
 		}
 	}
+}
+
+// retryable reports whether err marks a request the server did not
+// process, and returns the error within.
+func retryable(err error) (error, bool) {
+	var r *errRetry
+	if errors.As(err, &r) {
+		return r.err, true
+	}
+	return err, false
 }
 
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
@@ -295,6 +309,9 @@ func (t *Transport) dial(ctx context.Context) (*conn, error) {
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(dctx); err != nil {
 			nc.Close()
+			if strings.Contains(err.Error(), "no application protocol") {
+				return nil, fmt.Errorf("h2client: %s does not speak HTTP/2 over TLS (ALPN h2: %v); set the provider's http to h1 or auto", t.opt.Addr, err)
+			}
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: nc.RemoteAddr(), Err: fmt.Errorf("TLS handshake with %s: %w", t.opt.Addr, err)}
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {

@@ -392,7 +392,7 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		Header:        h,
 		ContentLength: -1,
 		Request:       s.req,
-		Body:          &body{s: s},
+		Body:          (*body)(s),
 	}
 	for _, hf := range regular {
 		k := http.CanonicalHeaderKey(hf.Name)
@@ -450,13 +450,11 @@ func (s *stream) onData(f *http2.DataFrame) error {
 	return nil
 }
 
-// body is a response body.
-type body struct {
-	s *stream
-}
+// body is a stream seen as its response's body.
+type body stream
 
 func (b *body) Read(p []byte) (int, error) {
-	s := b.s
+	s := (*stream)(b)
 	c := s.c
 	c.mu.Lock()
 	for s.off == len(s.buf) && !s.ended && s.err == nil {
@@ -503,7 +501,7 @@ func (b *body) Read(p []byte) (int, error) {
 
 // Close frees the stream; before its end it resets it (CANCEL).
 func (b *body) Close() error {
-	s := b.s
+	s := (*stream)(b)
 	s.stop()
 	s.cancel(errBodyClosed)
 	c := s.c

@@ -566,7 +566,7 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 	if err != nil {
 		panic(err) // the URL was checked by New
 	}
-	ureq.Header = p.requestHeader(t.header, x.client, x.r.Header, x.stream)
+	ureq.Header = t.requestHeader(x.client, x.r.Header, x.stream)
 	x.lap(StagePrepare)
 
 	x.sendStart = x.mark
@@ -1117,7 +1117,7 @@ func copyResponseIDs(dst, src http.Header, red *redactor) {
 // relayJSON relays a non-streaming success response.
 func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
 	p := x.t.p
-	data, err := io.ReadAll(io.LimitReader(body, maxResponseBytes+1))
+	data, err := readUpTo(body, resp.ContentLength, maxResponseBytes+1)
 	if err != nil {
 		return x.upstreamFailed(err, false)
 	}
@@ -1153,6 +1153,30 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
 	x.succeeded()
 	x.writeBody(resp.StatusCode, ctype, data)
 	return true
+}
+
+// readUpTo reads r to its end, or to max bytes. size is how long r says it
+// is (-1: unknown): the buffer is made that big at once, with a byte to
+// spare to see the end, instead of grown from 512 bytes by doubling.
+func readUpTo(r io.Reader, size int64, max int) ([]byte, error) {
+	if size < 0 || size >= int64(max) {
+		return io.ReadAll(io.LimitReader(r, int64(max)))
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		switch {
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		case len(b) == cap(b):
+			// Longer than it said: read the rest the ordinary way.
+			rest, err := io.ReadAll(io.LimitReader(r, int64(max-len(b))))
+			return append(b, rest...), err
+		}
+	}
 }
 
 // succeeded records that the attempt's answer has begun: the target is

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/straitgw/strait/internal/llm/translate"
 )
 
 // Strategy is how a route with several targets picks them.
@@ -94,7 +95,11 @@ type target struct {
 	p      *provider
 	rt     *route
 	header http.Header // the provider's, with this target's key
-	hdr    []string    // the X-Strait-Target value, shared by every response
+	// sent holds the whole request header for JSON ([0]) and streamed
+	// ([1]) requests, built once: shared by every request that carries
+	// nothing of the client's (requestHeader), and never modified.
+	sent   [2]http.Header
+	hdr    []string // the X-Strait-Target value, shared by every response
 	weight int
 
 	// notBefore is the monotonic reading (nanotime) before which the
@@ -233,6 +238,9 @@ func newTargets(r *route, providers map[string]*provider) ([]*target, error) {
 		if s.APIKey != "" {
 			t.header = p.header.Clone()
 			setCredentials(t.header, p.Dialect, s.APIKey)
+		}
+		for i := range t.sent {
+			t.sent[i] = p.requestHeader(t.header, translate.OpenAI, nil, i == 1)
 		}
 		out = append(out, t)
 	}
@@ -390,4 +398,20 @@ func parseRetryAfter(h http.Header) time.Duration {
 		return min(max(time.Until(t), 0), maxRetryAfter)
 	}
 	return 0
+}
+
+// requestHeader returns the headers of one request to t from a client of
+// dialect client that sent in. Only an Anthropic client's
+// anthropic-version and anthropic-beta, to an Anthropic provider, make it
+// build a header of its own; otherwise every request shares t's, which
+// saves cloning a map per request (transports only read it).
+func (t *target) requestHeader(client translate.Dialect, in http.Header, stream bool) http.Header {
+	if t.p.Dialect == translate.Anthropic && client == translate.Anthropic &&
+		(in.Get("Anthropic-Version") != "" || len(in.Values("Anthropic-Beta")) > 0) {
+		return t.p.requestHeader(t.header, client, in, stream)
+	}
+	if stream {
+		return t.sent[1]
+	}
+	return t.sent[0]
 }

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// oneByteReader hands out its bytes one Read at a time, as a network body
+// may.
+type oneByteReader struct{ r io.Reader }
+
+func (o oneByteReader) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return o.r.Read(p)
+}
+
+func TestReadUpToReadsTheWholeBodyWhateverItsAnnouncedSize(t *testing.T) {
+	body := strings.Repeat("abcdefghij", 100) // 1,000 bytes
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{
+		{"exact", 1000},
+		{"unknown", -1},
+		{"announced shorter than sent", 10},
+		{"announced zero", 0},
+		{"announced longer than sent", 5000},
+	} {
+		for _, wrap := range []func(io.Reader) io.Reader{
+			func(r io.Reader) io.Reader { return r },
+			func(r io.Reader) io.Reader { return oneByteReader{r} },
+		} {
+			got, err := readUpTo(wrap(strings.NewReader(body)), tc.size, 1<<20)
+			if err != nil || string(got) != body {
+				t.Errorf("%s: got %d bytes, err %v; want the %d bytes sent", tc.name, len(got), err, len(body))
+			}
+		}
+	}
+}
+
+func TestReadUpToStopsAtMax(t *testing.T) {
+	body := bytes.Repeat([]byte{'x'}, 5000)
+	for _, size := range []int64{-1, 100, 5000} {
+		got, err := readUpTo(bytes.NewReader(body), size, 1001)
+		if err != nil || len(got) != 1001 {
+			t.Errorf("size %d: got %d bytes, err %v; want max+1 = 1001 bytes, so the caller sees the body is too large", size, len(got), err)
+		}
+	}
+}
+
+func TestReadUpToMakesOneBufferForAnAnnouncedSize(t *testing.T) {
+	body := strings.Repeat("y", 3000)
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, err := readUpTo(strings.NewReader(body), int64(len(body)), 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The strings.Reader is the other allocation.
+	if allocs > 2 {
+		t.Errorf("%v allocations to read a body of announced size; want the buffer alone", allocs)
+	}
+}
+
+func TestTargetRequestHeaderSharedOnlyWhenNothingOfTheClientsGoesThrough(t *testing.T) {
+	g, err := New(Options{
+		Providers: []Provider{
+			{Name: "an", Dialect: translate.Anthropic, BaseURL: "http://127.0.0.1:9", APIKey: "sk-ant-x"},
+			{Name: "oa", Dialect: translate.OpenAI, BaseURL: "http://127.0.0.1:9", APIKey: "sk-oa-x"},
+		},
+		Routes: []Route{{Match: "claude-*", Provider: "an"}, {Match: "gpt-*", Provider: "oa"}},
+		Keys:   []Key{{Name: "k", SHA256: HashKey(testKey)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, oa := g.match("claude-x").targets[0], g.match("gpt-x").targets[0]
+	withVersion := http.Header{"Anthropic-Version": {"2023-01-01"}, "Anthropic-Beta": {"b1"}}
+
+	custom := an.requestHeader(translate.Anthropic, withVersion, false)
+	if custom.Get("Anthropic-Version") != "2023-01-01" || custom.Get("Anthropic-Beta") != "b1" {
+		t.Fatalf("an Anthropic client's version and beta did not go through: %v", custom)
+	}
+	plain := an.requestHeader(translate.Anthropic, http.Header{}, false)
+	if plain.Get("Anthropic-Version") != AnthropicVersion || plain.Get("Anthropic-Beta") != "" {
+		t.Errorf("a request without version or beta got %v: a client's values leaked into the shared header", plain)
+	}
+	if an.requestHeader(translate.OpenAI, withVersion, false).Get("Anthropic-Version") != AnthropicVersion {
+		t.Error("an OpenAI client's anthropic-version went to the provider")
+	}
+	if an.requestHeader(translate.Anthropic, http.Header{}, false)["X-Api-Key"][0] != "sk-ant-x" {
+		t.Error("the shared header lost the provider's key")
+	}
+	for _, tg := range []*target{an, oa} {
+		j, s := tg.requestHeader(translate.OpenAI, http.Header{}, false), tg.requestHeader(translate.OpenAI, http.Header{}, true)
+		if j.Get("Accept") != "application/json" || s.Get("Accept") != "text/event-stream" {
+			t.Errorf("%s: Accept %q for JSON and %q for a stream", tg.p.Name, j.Get("Accept"), s.Get("Accept"))
+		}
+	}
+}

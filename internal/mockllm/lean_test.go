@@ -586,6 +586,33 @@ func TestLeanProtocol(t *testing.T) {
 		}
 	})
 
+	t.Run("header list too large", func(t *testing.T) {
+		rc := dialRaw(t, url)
+		rc.hb.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "mock"}, {":path", "/v1/chat/completions"}} {
+			_ = rc.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		for i := range 3 {
+			_ = rc.enc.WriteField(hpack.HeaderField{Name: "x-big-" + string(rune('a'+i)), Value: strings.Repeat("v", 400<<10), Sensitive: true})
+		}
+		block := rc.hb.Bytes()
+		first := block[:16384]
+		_ = rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: first, EndStream: true})
+		for block = block[len(first):]; len(block) > 0; {
+			n := min(len(block), 16384)
+			_ = rc.fr.WriteContinuation(1, n == len(block), block[:n])
+			block = block[n:]
+		}
+		h, ok := rc.next().(*http2.MetaHeadersFrame)
+		if !ok || h.PseudoValue("status") != "431" || !h.StreamEnded() {
+			t.Fatalf("want a bare 431, got %v", h)
+		}
+		rc.request(3, "/v1/models", "")
+		if h, ok := rc.next().(*http2.MetaHeadersFrame); !ok || h.StreamID != 3 || h.PseudoValue("status") != "405" {
+			t.Fatalf("want the next request answered (405: models takes GET), got %v", h)
+		}
+	})
+
 	t.Run("garbage", func(t *testing.T) {
 		rc := dialRaw(t, url)
 		_, _ = rc.nc.Write(bytes.Repeat([]byte{0xff}, 64))

@@ -30,7 +30,8 @@ import (
 // one system call; when nothing is, it blocks in epoll until a socket has
 // input. A chat completion or message answered without an injected fault,
 // as JSON or as a stream, never leaves the loop: its latency and its
-// stream's deltas are entries in one heap of deadlines. Everything else
+// stream's deltas are deadlines in one heap, one entry for the answers
+// started in the same poll with the same schedule. Everything else
 // (other paths, errors, faults, rate-limit windows) runs the ordinary
 // handler on a goroutine of its own behind a small ResponseWriter whose
 // output the loop sends, so behaviour is the same whatever the options.
@@ -234,14 +235,9 @@ func (e *engine) run() {
 		if look := int(leanIdle / time.Millisecond / 10); len(e.conns) > 0 && (timeout < 0 || timeout > look) {
 			timeout = look // idle connections close after leanIdle: look now and then
 		}
-		e.waitFor(timeout)
+		// What becomes readable is read by the next round.
+		_, _ = e.poll.Wait(timeout)
 	}
-}
-
-// waitFor blocks in epoll and reads the sockets that became readable.
-func (e *engine) waitFor(timeoutMs int) {
-	_, _ = e.poll.Wait(timeoutMs)
-	// What is readable is read in the next round.
 }
 
 // round reads every readable connection, handles its frames and the

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/straitgw/strait/internal/llm/h2client"
+	"github.com/straitgw/strait/internal/llm/translate"
+	"github.com/straitgw/strait/internal/mockllm"
+)
+
+// Providers on h2c go through h2client: the fast path (an OpenAI client
+// to an OpenAI provider) and a translated one (an Anthropic client to the
+// same provider), JSON and streamed, against the mock provider; a reset
+// before the first event still falls back to the next target. With
+// http2_client: net/http, the provider gets Go's client.
+func TestH2CProviderClient(t *testing.T) {
+	mock, url := startMock(t, mockllm.Options{})
+	reset, resetURL := startMock(t, mockllm.Options{ErrorRate: 1, ErrorKinds: []mockllm.ErrorKind{mockllm.KindReset}})
+	oa := oaProvider("oa", url)
+	oa.HTTP = H2C
+	bad := oaProvider("bad", resetURL)
+	bad.HTTP = H2C
+	std := oaProvider("std", url)
+	std.HTTP, std.HTTP2Client = H2C, HTTP2NetHTTP
+	h := newGW(t, []Provider{oa, bad, std}, []Route{
+		{Match: "gpt-*", Targets: []Target{{Provider: "oa"}}},
+		{Match: "claude-*", Targets: []Target{{Provider: "oa"}}},
+		{Match: "flaky-*", Targets: []Target{{Provider: "bad"}, {Provider: "oa"}}},
+		{Match: "std-*", Targets: []Target{{Provider: "std"}}},
+	}, nil)
+	if _, ok := h.g.providers["oa"].rt.(*h2client.Transport); !ok {
+		t.Fatalf("an h2c provider's client is %T, want *h2client.Transport", h.g.providers["oa"].rt)
+	}
+	if _, ok := h.g.providers["std"].rt.(*http.Transport); !ok {
+		t.Fatalf("with http2_client net/http, the client is %T, want *http.Transport", h.g.providers["std"].rt)
+	}
+	for _, c := range []struct {
+		client translate.Dialect
+		model  string
+	}{
+		{translate.OpenAI, "gpt-4o"},      // fast path
+		{translate.Anthropic, "claude-x"}, // translated
+		{translate.OpenAI, "flaky-1"},     // reset on the first target, then the second
+		{translate.Anthropic, "std-1"},    // net/http's client
+	} {
+		for _, stream := range []bool{false, true} {
+			rp := read(t, c.client, h.post(t, client(false), c.client, endpoint(c.client), requestBody(c.client, c.model, stream)))
+			if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
+				t.Errorf("%s client, %s, stream %v: status %d done %v text %q error %q", c.client, c.model, stream, rp.status, rp.done, rp.text, rp.errMsg)
+			}
+		}
+	}
+	if n := reset.Requests(); n != 2 {
+		t.Errorf("the resetting provider got %d requests, want 2", n)
+	}
+	if n := mock.Requests(); n != 8 {
+		t.Errorf("the provider got %d requests, want 8", n)
+	}
+}

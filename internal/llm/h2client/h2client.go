@@ -203,8 +203,12 @@ func (t *Transport) conn(ctx context.Context) (*conn, error) {
 			t.mu.Lock()
 			t.dialing--
 			if err != nil {
-				t.dialFails++
-				t.dialErr = err
+				// A dial given up because its own request ended is not
+				// the others' failure: one of them dials next.
+				if ctx.Err() == nil {
+					t.dialFails++
+					t.dialErr = err
+				}
 				t.wake()
 				t.mu.Unlock()
 				return nil, err

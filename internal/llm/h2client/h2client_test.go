@@ -504,3 +504,43 @@ func TestDialCoalesced(t *testing.T) {
 		t.Fatalf("%d connections, want 1", c)
 	}
 }
+
+// TestCancelWhileBlocked cancels a request whose body waits for a
+// window the server never opens: RoundTrip returns the context's cause.
+func TestCancelWhileBlocked(t *testing.T) {
+	s := newH2CServer(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never reads the body
+	})
+	tr := newTransport(s.addr())
+	defer tr.CloseIdleConnections()
+	var blocked atomic.Bool
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("gave up")
+	done := make(chan error, 1)
+	go func() {
+		_, err := post(t, ctx, tr, s.url("/"), make([]byte, 64<<20))
+		done <- err
+	}()
+	// Wait until the body is stuck on a window.
+	for i := 0; !blocked.Load(); i++ {
+		if i > 10000 {
+			t.Fatal("the body never waited for a window")
+		}
+		time.Sleep(time.Millisecond)
+		tr.mu.Lock()
+		for _, c := range tr.conns {
+			c.mu.Lock()
+			for _, st := range c.streams {
+				if st.sendWindow <= 0 || c.sendWindow <= 0 {
+					blocked.Store(true)
+				}
+			}
+			c.mu.Unlock()
+		}
+		tr.mu.Unlock()
+	}
+	cancel(cause)
+	if err := <-done; err != cause {
+		t.Fatalf("got %v, want %v", err, cause)
+	}
+}

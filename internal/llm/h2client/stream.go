@@ -69,6 +69,9 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	// From here the stream is on the connection: the context's end
+	// resets it, and wakes the body's writer if it waits for a window.
+	s.stop = context.AfterFunc(ctx, func() { s.cancel(context.Cause(ctx)) })
 	var err error
 	if body == nil {
 		err = c.flushLocked()
@@ -77,7 +80,6 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 		err = c.writeBody(s, body)
 		body.Close()
 	}
-	s.stop = context.AfterFunc(ctx, func() { s.cancel(context.Cause(ctx)) })
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{Err: err})
 	}

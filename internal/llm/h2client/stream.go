@@ -443,6 +443,9 @@ func (s *stream) onData(f *http2.DataFrame) error {
 	if s.off == len(s.buf) {
 		s.buf, s.off = s.buf[:0], 0
 	}
+	if s.buf == nil && len(f.Data()) <= pooledBuf {
+		s.buf = (*bufPool.Get().(*[]byte))[:0]
+	}
 	s.buf = append(s.buf, f.Data()...)
 	if f.StreamEnded() {
 		s.end()
@@ -450,6 +453,20 @@ func (s *stream) onData(f *http2.DataFrame) error {
 		s.ready.Signal()
 	}
 	return nil
+}
+
+// pooledBuf is the size of the pooled buffers a response's data is
+// gathered in: most answers fit one, and it goes back at the body's end.
+const pooledBuf = 16 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledBuf); return &b }}
+
+// putBuf gives b back to the pool if it came from it.
+func putBuf(b []byte) {
+	if cap(b) == pooledBuf {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
 }
 
 // body is a stream seen as its response's body.
@@ -494,7 +511,8 @@ func (b *body) Read(p []byte) (int, error) {
 	err := s.err
 	if err == nil {
 		err = io.EOF
-		s.buf = nil
+		putBuf(s.buf)
+		s.buf, s.off = nil, 0
 	}
 	c.mu.Unlock()
 	s.stop()
@@ -511,6 +529,7 @@ func (b *body) Close() error {
 	if n := len(s.buf) - s.off; n > 0 {
 		c.consumed += n
 	}
+	putBuf(s.buf)
 	s.buf, s.off = nil, 0
 	incr := c.takeConnUpdate()
 	c.mu.Unlock()

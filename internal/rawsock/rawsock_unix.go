@@ -37,7 +37,7 @@ func Detach(nc net.Conn) (int, error) {
 // ReadNow reads what the socket holds without waiting: 0 and no error if
 // it holds nothing, io.EOF once the peer closed its side.
 func ReadNow(fd int, p []byte) (int, error) {
-	n, ready, err := now(syscall.Read, fd, p)
+	n, ready, err := now(readFD, fd, p)
 	if ready && n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
@@ -46,7 +46,7 @@ func ReadNow(fd int, p []byte) (int, error) {
 
 // WriteNow writes what the socket takes without waiting.
 func WriteNow(fd int, p []byte) (int, error) {
-	n, _, err := now(syscall.Write, fd, p)
+	n, _, err := now(writeFD, fd, p)
 	return n, err
 }
 

@@ -30,11 +30,12 @@ type stream struct {
 	// sent is set once the request's last frame is written.
 	sent   bool
 	resp   *http.Response
-	buf    []byte // response data received and not yet read
-	off    int    // read position in buf
-	ended  bool   // END_STREAM received
-	err    error  // why the stream failed
-	closed bool   // removed from the connection
+	buf    []byte  // response data received and not yet read
+	off    int     // read position in buf
+	pooled *[]byte // buf's pool entry, if it came from the pool
+	ended  bool    // END_STREAM received
+	err    error   // why the stream failed
+	closed bool    // removed from the connection
 	// recvWindow is what the server may still send on the stream;
 	// consumed is data read and not yet given back.
 	recvWindow int
@@ -444,7 +445,8 @@ func (s *stream) onData(f *http2.DataFrame) error {
 		s.buf, s.off = s.buf[:0], 0
 	}
 	if s.buf == nil && len(f.Data()) <= pooledBuf {
-		s.buf = (*bufPool.Get().(*[]byte))[:0]
+		s.pooled = bufPool.Get().(*[]byte)
+		s.buf = (*s.pooled)[:0]
 	}
 	s.buf = append(s.buf, f.Data()...)
 	if f.StreamEnded() {
@@ -461,12 +463,14 @@ const pooledBuf = 16 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledBuf); return &b }}
 
-// putBuf gives b back to the pool if it came from it.
-func putBuf(b []byte) {
-	if cap(b) == pooledBuf {
-		b = b[:0]
-		bufPool.Put(&b)
+// putBuf empties s's buffer and gives it back to the pool if it came
+// from it; c.mu is held.
+func (s *stream) putBuf() {
+	if s.pooled != nil && cap(s.buf) == pooledBuf {
+		*s.pooled = s.buf[:0]
+		bufPool.Put(s.pooled)
 	}
+	s.pooled, s.buf, s.off = nil, nil, 0
 }
 
 // body is a stream seen as its response's body.
@@ -484,6 +488,11 @@ func (b *body) Read(p []byte) (int, error) {
 	if s.off < len(s.buf) {
 		n := copy(p, s.buf[s.off:])
 		s.off += n
+		if s.off == len(s.buf) {
+			// Drained: a stream's next event may be a while away, and
+			// its buffer is better used meanwhile by another.
+			s.putBuf()
+		}
 		s.consumed += n
 		c.consumed += n
 		var sIncr uint32
@@ -511,8 +520,7 @@ func (b *body) Read(p []byte) (int, error) {
 	err := s.err
 	if err == nil {
 		err = io.EOF
-		putBuf(s.buf)
-		s.buf, s.off = nil, 0
+		s.putBuf()
 	}
 	c.mu.Unlock()
 	s.stop()
@@ -529,8 +537,7 @@ func (b *body) Close() error {
 	if n := len(s.buf) - s.off; n > 0 {
 		c.consumed += n
 	}
-	putBuf(s.buf)
-	s.buf, s.off = nil, 0
+	s.putBuf()
 	incr := c.takeConnUpdate()
 	c.mu.Unlock()
 	if incr > 0 {

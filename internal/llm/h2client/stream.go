@@ -388,7 +388,7 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 	regular := f.RegularFields()
 	h := make(http.Header, len(regular))
 	resp := &http.Response{
-		Status:        status + " " + http.StatusText(code),
+		Status:        statusLine(status, code),
 		StatusCode:    code,
 		Proto:         "HTTP/2.0",
 		ProtoMajor:    2,
@@ -398,7 +398,7 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		Body:          (*body)(s),
 	}
 	for _, hf := range regular {
-		k := http.CanonicalHeaderKey(hf.Name)
+		k := canonicalName(hf.Name)
 		h[k] = append(h[k], hf.Value)
 		if k == "Content-Length" {
 			if n, err := strconv.ParseInt(hf.Value, 10, 64); err == nil && n >= 0 {
@@ -414,6 +414,36 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		s.ready.Signal()
 	}
 	return nil
+}
+
+// canonicalName is http.CanonicalHeaderKey without its allocation for
+// the names providers send on every answer.
+func canonicalName(name string) string {
+	switch name {
+	case "content-type":
+		return "Content-Type"
+	case "content-length":
+		return "Content-Length"
+	case "date":
+		return "Date"
+	case "server":
+		return "Server"
+	case "x-request-id":
+		return "X-Request-Id"
+	case "request-id":
+		return "Request-Id"
+	case "cache-control":
+		return "Cache-Control"
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
+// statusLine is the Status of a response: "200 OK".
+func statusLine(status string, code int) string {
+	if code == http.StatusOK {
+		return "200 OK"
+	}
+	return status + " " + http.StatusText(code)
 }
 
 // end marks the server's side of s ended; c.mu is held.

@@ -326,7 +326,14 @@ func (c *conn) readLoop() {
 			}
 			var ce http2.ConnectionError
 			if errors.As(err, &ce) {
-				c.fail(fmt.Errorf("protocol error: %v", err), http2.ErrCode(ce))
+				what := err.Error()
+				if d := c.fr.ErrorDetail(); d != nil {
+					what = d.Error()
+				}
+				if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh != nil && mh.Truncated {
+					what = fmt.Sprintf("the response's header list is larger than %d bytes", maxHeaderListSize)
+				}
+				c.fail(fmt.Errorf("protocol error: %s", what), http2.ErrCode(ce))
 				return
 			}
 			if errors.Is(err, http2.ErrFrameTooLarge) {

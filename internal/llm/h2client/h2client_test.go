@@ -544,3 +544,48 @@ func TestCancelWhileBlocked(t *testing.T) {
 		t.Fatalf("got %v, want %v", err, cause)
 	}
 }
+
+// TestLargeHeaders sends a header block past the server's frame size (in
+// CONTINUATION frames), and fails a response whose header list is past
+// the client's bound, naming it. (x/net's decoder gives up on the
+// connection of a header list far past the bound; the next request goes
+// on a new one.)
+func TestLargeHeaders(t *testing.T) {
+	big := strings.Repeat("v", 40<<10)
+	s := newH2CServer(t, 0, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Big") != big {
+			w.WriteHeader(400)
+			return
+		}
+		if r.URL.Path == "/huge" {
+			for i := range 30 {
+				w.Header().Set(fmt.Sprintf("X-Huge-%d", i), big)
+			}
+		}
+		io.WriteString(w, "ok")
+	})
+	tr := newTransport(s.addr())
+	defer tr.CloseIdleConnections()
+	get := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, s.url(path), nil)
+		req.Header.Set("X-Big", big)
+		return tr.RoundTrip(req)
+	}
+	resp, err := get("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Fatalf("status %d body %q", resp.StatusCode, b)
+	}
+	if _, err := get("/huge"); err == nil || !strings.Contains(err.Error(), "header list is larger") {
+		t.Fatalf("a 1.2 MiB header list: %v", err)
+	}
+	if resp, err := get("/"); err != nil {
+		t.Fatalf("after the large header list: %v on %d connections", err, s.conns.Load())
+	} else {
+		resp.Body.Close()
+	}
+}

@@ -361,6 +361,9 @@ func (s *stream) cancel(err error) {
 // onHeaders takes a HEADERS block for s; c.mu is held. An error is a
 // stream error.
 func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
+	if f.Truncated {
+		return fmt.Errorf("the response's header list is larger than %d bytes", maxHeaderListSize)
+	}
 	if s.resp != nil {
 		if !f.StreamEnded() {
 			return errors.New("trailers without END_STREAM")

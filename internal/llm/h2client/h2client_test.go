@@ -589,3 +589,88 @@ func TestLargeHeaders(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestIdleConnections closes a connection without streams, by
+// CloseIdleConnections or after IdleConnTimeout, and not one that carries
+// a stream; the next request dials again.
+func TestIdleConnections(t *testing.T) {
+	release := make(chan struct{})
+	s := newH2CServer(t, 1, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+	})
+	tr := newTransport(s.addr())
+	defer tr.CloseIdleConnections()
+	do := func(path string) {
+		resp, err := post(t, context.Background(), tr, s.url(path), nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	do("/") // one idle connection
+	held := make(chan struct{})
+	go func() { do("/hold"); close(held) }()
+	// The stream limit of 1 puts /hold on a connection of its own, or on
+	// the idle one: either way one connection carries it.
+	for i := 0; ; i++ {
+		tr.mu.Lock()
+		busy := 0
+		for _, c := range tr.conns {
+			c.mu.Lock()
+			busy += c.active
+			c.mu.Unlock()
+		}
+		tr.mu.Unlock()
+		if busy == 1 {
+			break
+		}
+		if i > 10000 {
+			t.Fatal("/hold never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tr.CloseIdleConnections()
+	tr.mu.Lock()
+	left := len(tr.conns)
+	tr.mu.Unlock()
+	if left != 1 {
+		t.Fatalf("%d connections after CloseIdleConnections, want the busy one", left)
+	}
+	close(release)
+	<-held
+
+	// A short idle timeout closes the connection once its stream is done.
+	tr2 := New(Options{Addr: s.addr(), IdleConnTimeout: 20 * time.Millisecond})
+	defer tr2.CloseIdleConnections()
+	resp, err := post(t, context.Background(), tr2, s.url("/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	for i := 0; ; i++ {
+		tr2.mu.Lock()
+		n := len(tr2.conns)
+		tr2.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if i > 10000 {
+			t.Fatal("the idle connection was never closed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := s.conns.Load()
+	resp, err = post(t, context.Background(), tr2, s.url("/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s.conns.Load() != before+1 {
+		t.Fatalf("%d connections, want a new one after the idle close", s.conns.Load()-before)
+	}
+}

@@ -129,9 +129,11 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 			err = &ConnError{Addr: c.addr, Err: c.werr}
 		}
 		if err == errClosedIdle {
-			// Closed between being picked and being used: try again.
-			err = &errRetry{err: &ConnError{Addr: c.addr, Err: err}}
+			err = &ConnError{Addr: c.addr, Err: err}
 		}
+		// The connection ended between being picked and being used:
+		// nothing was sent, so the request may go on another.
+		err = &errRetry{err: err}
 		c.release()
 		c.unlock()
 		c.wmu.Unlock()

@@ -28,7 +28,9 @@ type stream struct {
 
 	sendWindow int32
 	// sent is set once the request's last frame is written.
-	sent   bool
+	sent bool
+	// resp is allocated when the headers come, not with the stream: a
+	// request in flight waits for its answer without it.
 	resp   *http.Response
 	buf    []byte  // response data received and not yet read
 	off    int     // read position in buf
@@ -402,9 +404,16 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		Request:       s.req,
 		Body:          (*body)(s),
 	}
-	for _, hf := range regular {
+	// One backing array for every value: most names come once.
+	vals := make([]string, len(regular))
+	for i, hf := range regular {
 		k := canonicalName(hf.Name)
-		h[k] = append(h[k], hf.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, hf.Value)
+		} else {
+			vals[i] = hf.Value
+			h[k] = vals[i : i+1 : i+1]
+		}
 		if k == "Content-Length" {
 			if n, err := strconv.ParseInt(hf.Value, 10, 64); err == nil && n >= 0 {
 				resp.ContentLength = n

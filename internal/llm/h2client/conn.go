@@ -60,7 +60,7 @@ type conn struct {
 	nc   net.Conn
 	addr string
 
-	// fr and dec are the reader's.
+	// fr is the reader's (and newConn's, before the reader starts).
 	fr *http2.Framer
 
 	// wmu serialises writes; the HPACK encoder and the write buffer are

@@ -200,6 +200,9 @@ func (c *conn) flushLocked() error {
 	}
 	_, err := c.nc.Write(c.wbuf)
 	c.wbuf = c.wbuf[:0]
+	if cap(c.wbuf) > maxKeptWriteBuf {
+		c.wbuf = nil // a large body passed; do not keep its room
+	}
 	if err != nil {
 		c.werr = err
 		go c.fail(fmt.Errorf("write: %w", err), http2.ErrCodeNo)
@@ -207,6 +210,15 @@ func (c *conn) flushLocked() error {
 	}
 	return nil
 }
+
+const (
+	// maxDataFrame bounds a DATA frame the client writes, whatever the
+	// server allows, so that the write buffer stays small.
+	maxDataFrame = 64 << 10
+	// maxKeptWriteBuf is the largest write buffer a connection keeps
+	// between writes.
+	maxKeptWriteBuf = 256 << 10
+)
 
 // writeBody sends body as DATA frames within the windows, the last with
 // END_STREAM. The frames follow the HEADERS in c.wbuf, written at once
@@ -255,8 +267,11 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 			c.write2RST(s.id)
 			return nil
 		}
-		n := min(int(s.sendWindow), int(c.sendWindow), c.maxFrame)
+		n := min(int(s.sendWindow), int(c.sendWindow), c.maxFrame, maxDataFrame)
 		c.mu.Unlock()
+		if lr, ok := body.(interface{ Len() int }); ok {
+			n = min(n, max(lr.Len(), 0)) // room for what is left, not for a whole frame
+		}
 
 		at := len(c.wbuf)
 		c.wbuf = appendFrameHeader(c.wbuf, 0, http2.FrameData, 0, s.id)

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/straitgw/strait/internal/llm/h2client"
@@ -56,5 +58,31 @@ func TestH2CProviderClient(t *testing.T) {
 	}
 	if n := mock.Requests(); n != 8 {
 		t.Errorf("the provider got %d requests, want 8", n)
+	}
+}
+
+// A provider with http: h2 goes through h2client over TLS (ALPN h2), to
+// the mock provider on TLS.
+func TestH2ProviderClient(t *testing.T) {
+	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its test certificate
+	cert.Close()
+	mock := mockllm.New(mockllm.Options{})
+	url, err := mock.StartTLS("127.0.0.1:0", &tls.Config{Certificates: cert.TLS.Certificates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mock.Close() })
+	p := oaProvider("tls", url)
+	p.HTTP = H2
+	p.TLS = &tls.Config{RootCAs: cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	h := newGW(t, []Provider{p}, []Route{{Match: "gpt-*", Targets: []Target{{Provider: "tls"}}}}, nil)
+	if _, ok := h.g.providers["tls"].rt.(*h2client.Transport); !ok {
+		t.Fatalf("an h2 provider's client is %T, want *h2client.Transport", h.g.providers["tls"].rt)
+	}
+	for _, stream := range []bool{false, true} {
+		rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, endpoint(translate.OpenAI), requestBody(translate.OpenAI, "gpt-4o", stream)))
+		if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
+			t.Errorf("stream %v: status %d done %v text %q error %q", stream, rp.status, rp.done, rp.text, rp.errMsg)
+		}
 	}
 }

@@ -274,13 +274,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, d Dialect, start
 	if !s.authorized(r, d) {
 		return s.unauthorized(w, d, n), false, false
 	}
-	var req request
-	var err error
-	if d == OpenAI {
-		req, err = parseOpenAI(body)
-	} else {
-		req, err = parseAnthropic(body, false)
-	}
+	req, err := parseRequest(d, body)
 	if err != nil {
 		return s.badRequest(w, d, n, err), false, false
 	}
@@ -339,6 +333,14 @@ func (s *Server) faultFor(r *http.Request, model string) (fault, bool) {
 	return s.pickFault(model)
 }
 
+// parseRequest reads a generation request's body in dialect d.
+func parseRequest(d Dialect, body []byte) (request, error) {
+	if d == OpenAI {
+		return parseOpenAI(body)
+	}
+	return parseAnthropic(body, false)
+}
+
 // admit reports whether a generation request, its body read, passes every
 // check answer makes before it answers (method, size, key, body, rate-limit
 // window), without answering or counting it; and if so, which fault, if
@@ -352,12 +354,7 @@ func (s *Server) admit(r *http.Request, body []byte, d Dialect, last *parsed) (r
 		req = last.req
 	} else {
 		var err error
-		if d == OpenAI {
-			req, err = parseOpenAI(body)
-		} else {
-			req, err = parseAnthropic(body, false)
-		}
-		if err != nil {
+		if req, err = parseRequest(d, body); err != nil {
 			return req, f, false, false
 		}
 		if len(body) <= maxParsedBody {

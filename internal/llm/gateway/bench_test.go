@@ -100,18 +100,24 @@ func (d *discard) Flush()                      {}
 func (d *discard) SetReadDeadline(time.Time) error { return nil }
 
 func benchServe(b *testing.B, body string, prov *memProvider) {
+	benchServeWith(b, body, func(level slog.Level) *Gateway { return benchGateway(b, prov, level) },
+		"openai", "alias", "oa", "gpt-upstream", "200")
+}
+
+// benchServeWith runs requests through ServeHTTP on the gateway newGateway
+// makes, without and with the access log (at level Info the line is
+// formatted, then discarded), and checks that they were counted under
+// labels.
+func benchServeWith(b *testing.B, body string, newGateway func(slog.Level) *Gateway, labels ...string) {
 	for _, bc := range []struct {
 		name  string
 		level slog.Level
 	}{{"log=off", slog.LevelWarn}, {"log=on", slog.LevelInfo}} {
-		b.Run(bc.name, func(b *testing.B) { benchServeLog(b, body, prov, bc.level) })
+		b.Run(bc.name, func(b *testing.B) { benchServeLog(b, body, newGateway(bc.level), labels) })
 	}
 }
 
-// benchServeLog runs requests through ServeHTTP; with level Info the
-// access log line is formatted (and discarded).
-func benchServeLog(b *testing.B, body string, prov *memProvider, level slog.Level) {
-	g := benchGateway(b, prov, level)
+func benchServeLog(b *testing.B, body string, g *Gateway, labels []string) {
 	req, err := http.NewRequest("POST", "http://gateway/v1/chat/completions", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -129,7 +135,7 @@ func benchServeLog(b *testing.B, body string, prov *memProvider, level slog.Leve
 		clear(w.h)
 		g.ServeHTTP(w, req)
 	}
-	if n, _ := g.m.Requests.GetMetricWithLabelValues("openai", "alias", "oa", "gpt-upstream", "200"); n == nil {
+	if n, _ := g.m.Requests.GetMetricWithLabelValues(labels...); n == nil {
 		b.Fatal("no request counted")
 	}
 }
@@ -249,41 +255,17 @@ func BenchmarkScrub(b *testing.B) {
 // fast path (the bound: within 20%).
 func BenchmarkServeHTTPTranslatedJSON(b *testing.B) {
 	prov := &memProvider{ctype: "application/json", body: []byte(anthropicJSON("claude-upstream"))}
-	for _, bc := range []struct {
-		name  string
-		level slog.Level
-	}{{"log=off", slog.LevelWarn}, {"log=on", slog.LevelInfo}} {
-		b.Run(bc.name, func(b *testing.B) {
-			g, err := New(Options{
-				Providers: []Provider{{Name: "an", Dialect: translate.Anthropic, BaseURL: "http://127.0.0.1:9", APIKey: "sk-ant-bench"}},
-				Routes:    []Route{{Name: "alias", Match: "alias-?", Provider: "an", Model: "claude-upstream"}},
-				Keys:      []Key{{Name: "bench", SHA256: HashKey(testKey)}},
-				Log:       slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: bc.level})),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			g.providers["an"].rt = prov
-			req, err := http.NewRequest("POST", "http://gateway/v1/chat/completions", nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer "+testKey)
-			req.Header.Set("Content-Type", "application/json")
-			req.ContentLength = int64(len(referenceBody))
-			w := &discard{h: http.Header{}}
-			rd := strings.NewReader(referenceBody)
-			b.SetBytes(int64(len(referenceBody)))
-			b.ReportAllocs()
-			for b.Loop() {
-				rd.Reset(referenceBody)
-				req.Body = io.NopCloser(rd)
-				clear(w.h)
-				g.ServeHTTP(w, req)
-			}
-			if n, _ := g.m.Requests.GetMetricWithLabelValues("openai", "alias", "an", "claude-upstream", "200"); n == nil {
-				b.Fatal("no request counted")
-			}
+	benchServeWith(b, referenceBody, func(level slog.Level) *Gateway {
+		g, err := New(Options{
+			Providers: []Provider{{Name: "an", Dialect: translate.Anthropic, BaseURL: "http://127.0.0.1:9", APIKey: "sk-ant-bench"}},
+			Routes:    []Route{{Name: "alias", Match: "alias-?", Provider: "an", Model: "claude-upstream"}},
+			Keys:      []Key{{Name: "bench", SHA256: HashKey(testKey)}},
+			Log:       slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: level})),
 		})
-	}
+		if err != nil {
+			b.Fatal(err)
+		}
+		g.providers["an"].rt = prov
+		return g
+	}, "openai", "alias", "an", "claude-upstream", "200")
 }

@@ -54,22 +54,13 @@ func (c *lconn) receive(now time.Time) bool {
 	got := false
 	var rerr error
 	for {
-		if c.inOff > 0 && (c.inOff == len(c.in) || cap(c.in)-len(c.in) < 4096) {
-			n := copy(c.in[:cap(c.in)], c.in[c.inOff:])
-			c.in, c.inOff = c.in[:n], 0
-		}
-		if cap(c.in)-len(c.in) < 4096 {
-			c.in = append(c.in[:len(c.in):len(c.in)], make([]byte, cap(c.in))...)[:len(c.in)]
-		}
-		room := c.in[len(c.in):cap(c.in)]
-		n, err := rawsock.ReadNow(c.fd, room)
-		c.in = c.in[:len(c.in)+n]
+		n, full, err := rawsock.ReadOnce(c.fd, &c.in, &c.inOff)
 		got = got || n > 0
 		if err != nil {
 			rerr = err
 			break
 		}
-		if n < len(room) || len(c.in)-c.inOff > maxUnparsed {
+		if !full || len(c.in)-c.inOff > maxUnparsed {
 			break
 		}
 	}

@@ -14,4 +14,7 @@ var ErrUnsupported = errors.New("non-blocking socket access is available only on
 func Detach(net.Conn) (int, error)      { return -1, ErrUnsupported }
 func ReadNow(int, []byte) (int, error)  { return 0, ErrUnsupported }
 func WriteNow(int, []byte) (int, error) { return 0, ErrUnsupported }
-func Close(int) error                   { return ErrUnsupported }
+func ReadOnce(int, *[]byte, *int) (int, bool, error) {
+	return 0, false, ErrUnsupported
+}
+func Close(int) error { return ErrUnsupported }

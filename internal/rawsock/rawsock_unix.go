@@ -44,6 +44,29 @@ func ReadNow(fd int, p []byte) (int, error) {
 	return n, err
 }
 
+// minRoom is the least free space ReadOnce reads into.
+const minRoom = 4096
+
+// ReadOnce reads once from fd, without waiting, into the free end of
+// *buf, whose bytes from *off on are still unread. First it makes room:
+// the unread bytes move to the front when the read ones are worth
+// reclaiming, and the buffer doubles when less than 4 KiB is free. full
+// reports that the read filled the room, so the socket may hold more.
+func ReadOnce(fd int, buf *[]byte, off *int) (n int, full bool, err error) {
+	in := *buf
+	if *off > 0 && (*off == len(in) || cap(in)-len(in) < minRoom) {
+		k := copy(in[:cap(in)], in[*off:])
+		in, *off = in[:k], 0
+	}
+	if cap(in)-len(in) < minRoom {
+		in = append(in[:len(in):len(in)], make([]byte, max(cap(in), minRoom))...)[:len(in)]
+	}
+	room := in[len(in):cap(in)]
+	n, err = ReadNow(fd, room)
+	*buf = in[:len(in)+n]
+	return n, n == len(room), err
+}
+
 // WriteNow writes what the socket takes without waiting.
 func WriteNow(fd int, p []byte) (int, error) {
 	n, _, err := now(writeFD, fd, p)

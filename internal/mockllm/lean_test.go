@@ -381,15 +381,18 @@ func TestLeanCloseAndShutdown(t *testing.T) {
 		}()
 	}
 	waitFor(t, func() bool { return s.Requests() == 20 })
-	start := time.Now()
 	s.Close()
 	for range 20 {
-		if err := <-errs; err == nil {
+		err := <-errs
+		var ne net.Error
+		switch {
+		case err == nil:
 			t.Error("a request in flight was answered in full despite Close")
+		case errors.As(err, &ne) && ne.Timeout():
+			// The client gave up (its 30 s timeout) before Close ended
+			// the request.
+			t.Errorf("Close did not end a request in flight: %v", err)
 		}
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Close took %v to end the requests", d)
 	}
 	tr.CloseIdleConnections()
 	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })

@@ -17,6 +17,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	opts := devbroker.Options{AutoCreateTopics: true}
 	fs.IntVar(&opts.Brokers, "brokers", devbroker.DefaultBrokers, "number of brokers")
 	fs.StringVar(&opts.Listen, "listen", devbroker.DefaultListen, "address of broker 0; broker i listens on port+i")
+	fs.StringVar(&opts.Advertise, "advertise", "", "host:port brokers tell clients instead of --listen (broker i: port+i), for a relay in front")
 	fs.StringVar(&opts.DataDir, "data-dir", "", "directory to persist data across restarts (default: memory only)")
 	fs.BoolVar(&opts.SyncWrites, "sync-writes", false, "fsync every write to --data-dir")
 	fs.IntVar(&opts.Partitions, "partitions", devbroker.DefaultPartitions, "partitions of auto-created topics")

@@ -111,6 +111,13 @@ type Options struct {
 	// retention.go for how it is applied.
 	RetentionBytes int64
 
+	// Advertise, if set, is host:port the brokers tell clients to
+	// connect to instead of where they listen: broker i advertises
+	// port+i. For putting a relay between clients and brokers (a
+	// benchmark's floor, a container's published port). It needs a
+	// fixed Listen port.
+	Advertise string
+
 	// Logger receives kfake's own log at warn level and above. nil
 	// discards it.
 	Logger *slog.Logger
@@ -147,6 +154,14 @@ func Start(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	var advertise kfake.Opt
+	if opts.Advertise != "" {
+		host, aport, err := parseAdvertise(opts.Advertise, port, brokers)
+		if err != nil {
+			return nil, err
+		}
+		advertise = kfake.ListenFn(advertisingListen(host, port, aport))
+	}
 	if opts.SyntheticFetchBytes < 0 {
 		return nil, fmt.Errorf("devbroker: synthetic fetch bytes must not be negative, got %d", opts.SyntheticFetchBytes)
 	}
@@ -176,6 +191,9 @@ func Start(opts Options) (*Cluster, error) {
 			ports[i] = port + i
 		}
 		kopts = append(kopts, kfake.Ports(ports...))
+	}
+	if advertise != nil {
+		kopts = append(kopts, advertise)
 	}
 	if opts.AutoCreateTopics {
 		kopts = append(kopts, kfake.AllowAutoTopicCreation())

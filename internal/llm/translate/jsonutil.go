@@ -49,25 +49,16 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // compactJSON appends raw without insignificant whitespace; raw must be
-// valid JSON.
+// valid JSON (if it is not, it is appended as it is).
 func compactJSON(b []byte, raw []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
+	if !hasSpaceOutsideStrings(raw) {
 		return append(b, raw...)
 	}
-	return append(b, buf.Bytes()...)
-}
-
-// marshal is json.Marshal without HTML escaping, so "<" in a prompt stays
-// "<" on the wire.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+	out, err := appendCompact(b, raw)
+	if err != nil {
+		return append(b, raw...)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return out
 }
 
 // forEachKey calls fn with each top-level key of obj, a valid JSON object,

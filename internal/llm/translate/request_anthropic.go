@@ -140,9 +140,20 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, bool, error) {
+	req, err := t.openAIRequest(body, model)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := writeRequest(req, appendOARequest)
+	return out, req.Stream, err
+}
+
+// openAIRequest reads an Anthropic request body into the OpenAI request it
+// translates to.
+func (t *reqTranslation) openAIRequest(body []byte, model string) (*oaRequest, error) {
 	var in anRequestIn
 	if err := decodeBody(body, &in); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	t.dropUnknown(body, anthropicFieldsHandled)
 	req := oaRequest{Model: model, Stream: in.Stream, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
@@ -153,16 +164,16 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 	}
 	switch {
 	case in.MaxTokens == nil:
-		return nil, false, badRequest("max_tokens", "max_tokens is required by the Anthropic Messages API")
+		return nil, badRequest("max_tokens", "max_tokens is required by the Anthropic Messages API")
 	case *in.MaxTokens < 1:
-		return nil, false, badRequest("max_tokens", "max_tokens is %d; it must be at least 1", *in.MaxTokens)
+		return nil, badRequest("max_tokens", "max_tokens is %d; it must be at least 1", *in.MaxTokens)
 	}
 	req.MaxCompletionTokens = *in.MaxTokens
 	for _, k := range sortedKeys(in.Metadata) {
 		if k == "user_id" {
 			if !isNull(in.Metadata[k]) {
 				if err := decodeField(in.Metadata[k], &req.User, "metadata.user_id", "a string"); err != nil {
-					return nil, false, err
+					return nil, err
 				}
 			}
 		} else if !isNull(in.Metadata[k]) {
@@ -172,27 +183,26 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 	if !isNull(in.System) {
 		content, err := t.anthropicSystem(in.System)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if content != nil {
 			req.Messages = append(req.Messages, oaMessageOut{Role: "system", Content: content})
 		}
 	}
 	if len(in.Messages) == 0 {
-		return nil, false, badRequest("messages", "messages is missing or empty; send at least one message")
+		return nil, badRequest("messages", "messages is missing or empty; send at least one message")
 	}
 	for i := range in.Messages {
 		out, err := t.anthropicMessage(&in.Messages[i], "messages["+itoa(i)+"]")
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		req.Messages = append(req.Messages, out...)
 	}
 	if err := t.anthropicTools(&in, &req); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	out, err := marshal(&req)
-	return out, in.Stream, err
+	return &req, nil
 }
 
 // anthropicSystem converts the top-level system prompt (a string or text

@@ -168,26 +168,37 @@ var openAIFieldsHandled = []string{
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func (t *reqTranslation) openAIToAnthropic(body []byte, model string) ([]byte, bool, error) {
-	var in oaRequestIn
-	if err := decodeBody(body, &in); err != nil {
+	req, err := t.anthropicRequest(body, model)
+	if err != nil {
 		return nil, false, err
 	}
+	out, err := writeRequest(req, appendANRequest)
+	return out, req.Stream, err
+}
+
+// anthropicRequest reads an OpenAI request body into the Anthropic request
+// it translates to.
+func (t *reqTranslation) anthropicRequest(body []byte, model string) (*anRequest, error) {
+	var in oaRequestIn
+	if err := decodeBody(body, &in); err != nil {
+		return nil, err
+	}
 	if !isNull(in.Functions) {
-		return nil, false, badRequest("functions", "functions is the legacy function-calling API, which Strait does not translate; use tools")
+		return nil, badRequest("functions", "functions is the legacy function-calling API, which Strait does not translate; use tools")
 	}
 	if !isNull(in.FunctionCall) {
-		return nil, false, badRequest("function_call", "function_call is the legacy function-calling API, which Strait does not translate; use tool_choice")
+		return nil, badRequest("function_call", "function_call is the legacy function-calling API, which Strait does not translate; use tool_choice")
 	}
 	t.dropUnknown(body, openAIFieldsHandled)
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 	req := anRequest{Model: model, Stream: in.Stream, StopSequences: in.Stop, TopP: in.TopP}
 
 	if in.N != nil && *in.N != 1 {
-		return nil, false, badRequest("n", "n is %d, but the Anthropic API returns exactly one choice; set n to 1 or leave it out", *in.N)
+		return nil, badRequest("n", "n is %d, but the Anthropic API returns exactly one choice; set n to 1 or leave it out", *in.N)
 	}
 	maxTokens, err := t.maxTokens(&in)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	req.MaxTokens = maxTokens
 	req.Temperature = in.Temperature
@@ -201,11 +212,11 @@ func (t *reqTranslation) openAIToAnthropic(body []byte, model string) ([]byte, b
 		req.Metadata = &anMetadata{UserID: in.User}
 	}
 	if len(in.Messages) == 0 {
-		return nil, false, badRequest("messages", "messages is missing or empty; send at least one message")
+		return nil, badRequest("messages", "messages is missing or empty; send at least one message")
 	}
 	system, messages, err := t.openAIMessages(in.Messages)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	req.Messages = messages
 	switch len(system) {
@@ -220,10 +231,9 @@ func (t *reqTranslation) openAIToAnthropic(body []byte, model string) ([]byte, b
 		req.System = blocks
 	}
 	if err := t.openAITools(&in, &req); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	out, err := marshal(&req)
-	return out, in.Stream, err
+	return &req, nil
 }
 
 // maxTokens picks max_completion_tokens, then max_tokens, then the default,

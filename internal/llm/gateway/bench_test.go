@@ -28,7 +28,7 @@ import (
 // relaying the answer, metrics, with and without the access log line)
 // against a provider that answers from memory.
 
-func benchGateway(b *testing.B, rt http.RoundTripper, logLevel slog.Level) *Gateway {
+func benchGateway(b testing.TB, rt http.RoundTripper, logLevel slog.Level) *Gateway {
 	b.Helper()
 	g, err := New(Options{
 		Providers: []Provider{{Name: "oa", Dialect: translate.OpenAI, BaseURL: "http://127.0.0.1:9", APIKey: openAIKey}},

@@ -787,6 +787,13 @@ func (x *exchange) readBody() ([]byte, bool) {
 	if dl != nil && x.errKind != errBodyTimeout {
 		dl.SetReadDeadline(time.Time{})
 	}
+	if ok {
+		// HTTP/2's server keeps the stream's last body chunk (1-16 KiB
+		// from a pool) until the handler reads end-of-stream or closes
+		// the body; a body read to its announced length has not seen the
+		// end, and the request now waits seconds for its answer.
+		x.r.Body.Close()
+	}
 	return body, ok
 }
 

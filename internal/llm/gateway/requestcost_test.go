@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -102,5 +103,59 @@ func TestTargetRequestHeaderSharedOnlyWhenNothingOfTheClientsGoesThrough(t *test
 		if j.Get("Accept") != "application/json" || s.Get("Accept") != "text/event-stream" {
 			t.Errorf("%s: Accept %q for JSON and %q for a stream", tg.p.Name, j.Get("Accept"), s.Get("Accept"))
 		}
+	}
+}
+
+// closeRecorder is a request body that notes whether it was closed.
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// checkClosedProvider answers like memProvider, after noting whether the
+// client's body was closed by the time the provider was called.
+type checkClosedProvider struct {
+	memProvider
+	body           *closeRecorder
+	closedAtSend   bool
+	providerCalled bool
+}
+
+func (p *checkClosedProvider) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.providerCalled, p.closedAtSend = true, p.body.closed
+	return p.memProvider.RoundTrip(r)
+}
+
+// Once the client's body is read, the gateway closes it before it waits for
+// the provider: HTTP/2's server keeps a stream's last body chunk (1–16 KiB
+// from a pool) until the handler reads end-of-stream or closes the body,
+// and a request waits for its answer for seconds.
+func TestClientBodyClosedBeforeTheProviderIsCalled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{{"announced size", int64(len(referenceBody))}, {"unknown size", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &closeRecorder{Reader: strings.NewReader(referenceBody)}
+			prov := &checkClosedProvider{memProvider: memProvider{ctype: "application/json", body: []byte(openAIJSON("gpt-upstream"))}, body: body}
+			g := benchGateway(t, prov, slog.LevelWarn)
+			req, err := http.NewRequest("POST", "http://gateway/v1/chat/completions", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+testKey)
+			req.Header.Set("Content-Type", "application/json")
+			req.ContentLength, req.Body = tc.size, body
+			w := &discard{h: http.Header{}}
+			g.ServeHTTP(w, req)
+			if !prov.providerCalled {
+				t.Fatal("the provider was not called")
+			}
+			if !prov.closedAtSend {
+				t.Error("the client's request body was still open when the provider was called")
+			}
+		})
 	}
 }

@@ -415,18 +415,19 @@ func appendFloat(b []byte, f float64) ([]byte, error) {
 
 // appendRaw appends raw, a JSON value, as encoding/json writes a
 // json.RawMessage: "null" if nil, else without insignificant whitespace.
-// A raw value that is not valid JSON (empty included) is an error, as it
-// was for encoding/json.
+// raw must be valid JSON, as every raw value of a request is: one a
+// decoder checked, or one this package wrote. (encoding/json checked it
+// again; an empty one, which it refused, is still an error.)
 func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
-	if raw == nil {
+	switch {
+	case raw == nil:
 		return append(b, "null"...), nil
-	}
-	if len(raw) > 0 && !hasSpaceOutsideStrings(raw) {
-		// Checked by the decoder that produced it, or written by this
-		// package; the common case: copy it.
+	case len(raw) == 0:
+		return nil, errors.New("translate: an empty raw JSON value to write")
+	case !hasSpaceOutsideStrings(raw):
 		return append(b, raw...), nil
 	}
-	return appendCompact(b, raw)
+	return appendCompactSpace(b, raw), nil
 }
 
 // hasSpaceOutsideStrings reports whether raw has a whitespace byte that
@@ -443,12 +444,18 @@ func hasSpaceOutsideStrings(raw []byte) bool {
 	return false
 }
 
-// appendCompact appends raw, valid JSON, without insignificant whitespace.
+// appendCompact appends raw without insignificant whitespace, or fails if
+// it is not valid JSON, as json.Compact does.
 func appendCompact(b []byte, raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
-		// What json.Compact would have refused.
 		return nil, errors.New("translate: a raw JSON value to write is not valid JSON")
 	}
+	return appendCompactSpace(b, raw), nil
+}
+
+// appendCompactSpace appends raw, valid JSON, without insignificant
+// whitespace.
+func appendCompactSpace(b []byte, raw []byte) []byte {
 	start := 0
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
@@ -459,7 +466,7 @@ func appendCompact(b []byte, raw []byte) ([]byte, error) {
 			i = skipString(raw, i) - 1
 		}
 	}
-	return append(b, raw[start:]...), nil
+	return append(b, raw[start:]...)
 }
 
 // appendJSONString appends s as a JSON string exactly as encoding/json

@@ -195,9 +195,7 @@ func TestAppendRawMatchesMarshal(t *testing.T) {
 			t.Errorf("appendRaw(%q) = %s (%v), encoding/json wrote %s", raw, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", `{"a": }`} {
-		if _, err := appendRaw(nil, json.RawMessage(bad)); err == nil {
-			t.Errorf("appendRaw(%q) wrote invalid JSON instead of failing", bad)
-		}
+	if _, err := appendRaw(nil, json.RawMessage{}); err == nil {
+		t.Error("appendRaw wrote an empty raw value instead of failing")
 	}
 }

@@ -1,0 +1,510 @@
+package h2server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// stream is one request: its handler's goroutine reads its body and
+// writes its response; the connection's reader feeds the body and the
+// windows. It is the handler's http.ResponseWriter.
+type stream struct {
+	c      *conn
+	id     uint32
+	req    *http.Request
+	ctx    context.Context
+	cancel context.CancelFunc
+	body   body
+	head   bool // a HEAD request: the response has no body
+
+	// Under c.mu.
+	cond        sync.Cond // signalled when the body grows or ends, or the stream ends
+	buf         []byte    // body received, not yet read: buf[bufOff:]
+	bufOff      int
+	declared    int64 // content-length, or -1
+	received    int64
+	recvWin     int64
+	recvUnacked int64
+	sendWin     int64
+	remoteEnded bool  // END_STREAM received (or the body's end otherwise known)
+	bodyClosed  bool  // the handler closed the body: what arrives is dropped
+	err         error // why the stream ended early: reset by either side, or the connection
+	readDL      time.Time
+	readTimer   *time.Timer
+	writeDL     time.Time
+	writeWaitDL time.Time // when the write waiting for window gives up
+
+	// The handler's own (its goroutine's).
+	header      http.Header
+	status      int
+	wroteHeader bool
+	sentHeaders bool
+	clen        int64 // the content-length the handler set, or -1
+	written     int64
+
+	// Under c.wmu.
+	ended bool // END_STREAM or RST_STREAM sent
+}
+
+func (st *stream) aborted() bool { return st.err != nil }
+
+// abortLocked ends the stream early, under c.mu.
+func (st *stream) abortLocked(err error) {
+	if st.err == nil {
+		st.err = err
+	}
+	st.cond.Broadcast()
+	st.cancel()
+}
+
+// resetByPeer acts on the client's RST_STREAM, under c.mu.
+func (st *stream) resetByPeer(code http2.ErrCode) {
+	st.abortLocked(http2.StreamError{StreamID: st.id, Code: code, Cause: errors.New("reset by the client")})
+	st.remoteEnded = true
+	st.c.flow.Broadcast()
+}
+
+// sendRST sends RST_STREAM unless the stream has ended on the wire.
+func (st *stream) sendRST(code http2.ErrCode) {
+	c := st.c
+	c.wmu.Lock()
+	if !st.ended {
+		st.ended = true
+		c.wbuf = appendRSTStream(c.wbuf[:0], st.id, code)
+		_ = c.writeLocked()
+	}
+	c.wmu.Unlock()
+}
+
+// run runs the handler and ends the stream.
+func (st *stream) run() {
+	st.clen = -1
+	panicked := true
+	defer func() {
+		if panicked {
+			v := recover()
+			if v != http.ErrAbortHandler {
+				st.c.log.Error("HTTP/2: a handler panicked", "remote", st.c.remote, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			}
+			st.sendRST(http2.ErrCodeInternal)
+		}
+		st.finish()
+	}()
+	st.c.s.Handler.ServeHTTP(st, st.req)
+	panicked = false
+	st.endResponse()
+}
+
+// endResponse ends the response once the handler has returned.
+func (st *stream) endResponse() {
+	c := st.c
+	c.mu.Lock()
+	aborted := st.aborted()
+	c.mu.Unlock()
+	if aborted {
+		return
+	}
+	if !st.wroteHeader {
+		st.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case !st.sentHeaders:
+		if st.clen < 0 && st.bodyAllowed() && !st.head {
+			st.header.Set("Content-Length", "0") // as x/net says of an empty body
+			st.clen = 0
+		}
+		_ = st.writeHeaders(true)
+	case st.clen >= 0 && st.written < st.clen && !st.head:
+		// Less than the handler promised: the client must not take a
+		// short body for a whole one.
+		st.sendRST(http2.ErrCodeInternal)
+		return
+	default:
+		c.wmu.Lock()
+		if !st.ended {
+			st.ended = true
+			c.wbuf = appendData(c.wbuf[:0], st.id, nil, true)
+			_ = c.writeLocked()
+		}
+		c.wmu.Unlock()
+	}
+}
+
+// finish removes the stream once its handler has returned; a client
+// still sending its body is told to stop.
+func (st *stream) finish() {
+	c := st.c
+	c.mu.Lock()
+	stillSending := !st.remoteEnded && st.err == nil
+	if st.err == nil {
+		st.err = errHandlerDone
+	}
+	unread := int64(len(st.buf) - st.bufOff)
+	st.buf, st.bufOff = nil, 0
+	if st.readTimer != nil {
+		st.readTimer.Stop()
+	}
+	delete(c.streams, st.id)
+	drainDone := c.goneAway && len(c.streams) == 0
+	if len(c.streams) == 0 && c.idleTimer != nil {
+		c.idleSince = time.Now()
+		c.idleTimer.Reset(orDefault(c.s.IdleTimeout, DefaultIdleTimeout))
+	}
+	c.flow.Broadcast()
+	c.mu.Unlock()
+	st.cancel()
+	if stillSending {
+		st.sendRST(http2.ErrCodeNo)
+	}
+	_ = c.giveBack(nil, unread)
+	if drainDone {
+		c.close(nil)
+	}
+}
+
+var errHandlerDone = errors.New("h2server: the handler has returned")
+
+// Header implements http.ResponseWriter.
+func (st *stream) Header() http.Header {
+	if st.header == nil {
+		st.header = make(http.Header)
+	}
+	return st.header
+}
+
+// WriteHeader implements http.ResponseWriter. Informational (1xx)
+// answers are not sent.
+func (st *stream) WriteHeader(code int) {
+	if st.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code < 200 {
+		return
+	}
+	st.wroteHeader = true
+	st.status = code
+	if st.header == nil {
+		st.header = make(http.Header)
+	}
+	if v := st.header.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			st.clen = n
+		} else {
+			st.header.Del("Content-Length")
+		}
+	}
+}
+
+func (st *stream) bodyAllowed() bool {
+	return st.status != http.StatusNoContent && st.status != http.StatusNotModified
+}
+
+// Write implements http.ResponseWriter. It blocks while the client's
+// flow-control windows are shut, until they open, the stream or
+// connection ends, the request's context is done, or the write deadline
+// (or WriteTimeout) passes.
+func (st *stream) Write(p []byte) (int, error) {
+	if !st.wroteHeader {
+		st.WriteHeader(http.StatusOK)
+	}
+	if !st.bodyAllowed() {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if st.head {
+		return len(p), nil
+	}
+	if st.clen >= 0 && st.written+int64(len(p)) > st.clen {
+		return 0, http.ErrContentLength
+	}
+	if !st.sentHeaders {
+		if _, ok := st.header["Content-Type"]; !ok && len(p) > 0 {
+			st.header.Set("Content-Type", http.DetectContentType(p))
+		}
+		if err := st.writeHeaders(false); err != nil {
+			return 0, err
+		}
+	}
+	done := 0
+	for len(p) > 0 {
+		n, err := st.awaitWindow(len(p))
+		if err != nil {
+			return done, err
+		}
+		st.written += int64(n)
+		last := st.clen >= 0 && st.written == st.clen
+		if err := st.writeData(p[:n], last); err != nil {
+			return done, err
+		}
+		p = p[n:]
+		done += n
+	}
+	return done, nil
+}
+
+// WriteString writes s as Write would.
+func (st *stream) WriteString(s string) (int, error) { return st.Write([]byte(s)) }
+
+// Flush implements http.Flusher: frames are written as the handler
+// writes them, so there is nothing to flush but the headers.
+func (st *stream) Flush() { _ = st.FlushError() }
+
+// FlushError sends the response's headers if they are not sent yet.
+func (st *stream) FlushError() error {
+	if !st.wroteHeader {
+		st.WriteHeader(http.StatusOK)
+	}
+	if !st.sentHeaders {
+		return st.writeHeaders(false)
+	}
+	return nil
+}
+
+// SetReadDeadline bounds the reads of the request body: past it they
+// fail with an error for which os.IsTimeout holds.
+func (st *stream) SetReadDeadline(t time.Time) error {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.readDL = t
+	if st.readTimer != nil {
+		st.readTimer.Stop()
+		st.readTimer = nil
+	}
+	if !t.IsZero() {
+		st.readTimer = time.AfterFunc(time.Until(t), func() {
+			c.mu.Lock()
+			st.cond.Broadcast()
+			c.mu.Unlock()
+		})
+	}
+	return nil
+}
+
+// SetWriteDeadline bounds the time a write may wait for the client's
+// flow-control window.
+func (st *stream) SetWriteDeadline(t time.Time) error {
+	st.c.mu.Lock()
+	st.writeDL = t
+	st.c.mu.Unlock()
+	return nil
+}
+
+// awaitWindow waits until up to want bytes may be sent, takes them from
+// the windows and returns how many.
+func (st *stream) awaitWindow(want int) (int, error) {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var stop func() bool
+	var timer *time.Timer
+	defer func() {
+		if stop != nil {
+			stop()
+			timer.Stop()
+		}
+	}()
+	for {
+		switch {
+		case st.err != nil:
+			return 0, st.err
+		case c.closed:
+			return 0, errConnClosed
+		case st.ctx.Err() != nil:
+			return 0, st.ctx.Err()
+		}
+		if n := min(int64(want), int64(c.peerMaxFrm), st.sendWin, c.sendWin); n > 0 {
+			st.sendWin -= n
+			c.sendWin -= n
+			return int(n), nil
+		}
+		dl := time.Now().Add(c.wtimeout)
+		if !st.writeDL.IsZero() && st.writeDL.Before(dl) {
+			dl = st.writeDL
+		}
+		if stop == nil {
+			wake := func() { c.mu.Lock(); c.flow.Broadcast(); c.mu.Unlock() }
+			stop = context.AfterFunc(st.ctx, wake)
+			timer = time.AfterFunc(time.Until(dl), wake)
+			st.writeWaitDL = dl
+		} else if !time.Now().Before(st.writeWaitDL) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		c.flow.Wait()
+	}
+}
+
+// writeHeaders sends the response's HEADERS.
+func (st *stream) writeHeaders(endStream bool) error {
+	c := st.c
+	maxFrame := c.maxFrame()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	st.sentHeaders = true
+	if st.ended {
+		return st.endedErr()
+	}
+	c.hencBuf.Reset()
+	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(st.status)})
+	for k, vs := range st.header {
+		if !validResponseField(k) {
+			continue
+		}
+		name := lowerKey(k)
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				continue
+			}
+			c.henc.WriteField(hpack.HeaderField{Name: name, Value: v})
+		}
+	}
+	c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), endStream, maxFrame)
+	if endStream {
+		st.ended = true
+	}
+	if c.hencBuf.Cap() > 64<<10 {
+		c.hencBuf = bytes.Buffer{}
+	}
+	return c.writeLocked()
+}
+
+// writeData sends p (within the windows and the frame size) as one DATA
+// frame.
+func (st *stream) writeData(p []byte, endStream bool) error {
+	c := st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if st.ended {
+		return st.endedErr()
+	}
+	if endStream {
+		st.ended = true
+	}
+	c.wbuf = appendData(c.wbuf[:0], st.id, p, endStream)
+	return c.writeLocked()
+}
+
+// endedErr is a write's error once the stream has ended on the wire.
+func (st *stream) endedErr() error {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.err != nil {
+		return st.err
+	}
+	return errors.New("h2server: write after the response ended")
+}
+
+// validResponseField reports whether a handler's header field goes on
+// the wire: HTTP/2 has no connection-specific fields, and trailers are
+// not sent.
+func validResponseField(k string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer":
+		return false
+	}
+	return !strings.HasPrefix(k, http.TrailerPrefix) && httpguts.ValidHeaderFieldName(k)
+}
+
+var lowerKeys = map[string]string{}
+
+func init() {
+	for _, k := range []string{"Content-Type", "Content-Length", "Cache-Control", "Date", "Server",
+		"Retry-After", "X-Request-Id", "Request-Id", "Openai-Processing-Ms", "Openai-Version",
+		"Anthropic-Version", "X-Content-Type-Options", "Strait-Overhead", "Strait-Trace", "Location",
+		"Www-Authenticate", "Vary", "Content-Encoding", "X-Accel-Buffering"} {
+		lowerKeys[k] = strings.ToLower(k)
+	}
+}
+
+func lowerKey(k string) string {
+	if l, ok := lowerKeys[k]; ok {
+		return l
+	}
+	return strings.ToLower(k)
+}
+
+func statusText(code int) string {
+	if code == http.StatusOK {
+		return "200"
+	}
+	return strconv.Itoa(code)
+}
+
+// body is a request's body, fed by the connection's reader.
+type body struct{ st *stream }
+
+// Read reads what the client has sent, waiting for more. Window is given
+// back to the client as the handler reads.
+func (b *body) Read(p []byte) (int, error) {
+	st := b.st
+	c := st.c
+	c.mu.Lock()
+	for {
+		if st.bodyClosed {
+			c.mu.Unlock()
+			return 0, errBodyClosed
+		}
+		if n := len(st.buf) - st.bufOff; n > 0 {
+			k := copy(p, st.buf[st.bufOff:])
+			st.bufOff += k
+			if st.bufOff == len(st.buf) {
+				if cap(st.buf) > 64<<10 || st.remoteEnded {
+					st.buf = nil
+				} else {
+					st.buf = st.buf[:0]
+				}
+				st.bufOff = 0
+			}
+			c.mu.Unlock()
+			_ = c.giveBack(st, int64(k))
+			return k, nil
+		}
+		switch {
+		case st.remoteEnded && (st.err == nil || errors.Is(st.err, errHandlerDone)):
+			c.mu.Unlock()
+			return 0, io.EOF
+		case st.err != nil:
+			err := st.err
+			c.mu.Unlock()
+			return 0, err
+		case c.closed:
+			c.mu.Unlock()
+			return 0, errConnClosed
+		case !st.readDL.IsZero() && !time.Now().Before(st.readDL):
+			c.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
+		}
+		st.cond.Wait()
+	}
+}
+
+// Close drops the body: what is buffered and what still arrives.
+func (b *body) Close() error {
+	st := b.st
+	c := st.c
+	c.mu.Lock()
+	unread := int64(len(st.buf) - st.bufOff)
+	st.buf, st.bufOff = nil, 0
+	st.bodyClosed = true
+	c.mu.Unlock()
+	return c.giveBack(nil, unread)
+}
+
+var errBodyClosed = errors.New("h2server: request body closed")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -103,6 +104,7 @@ type conn struct {
 	recvUnacked int64  // read (or dropped) and not yet given back
 	goneAway    bool   // GOAWAY sent or received: no new streams
 	closed      bool
+	lingering   atomic.Bool // the connection is ending cleanly: see linger
 	idleSince   time.Time
 	idleTimer   *time.Timer
 }
@@ -139,11 +141,50 @@ func (c *conn) serve(prefaceRead bool) error {
 		}
 		err = c.handle(f)
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, errGoneAway) {
+	if errors.Is(err, errGoneAway) {
+		// The client must get the GOAWAY: closing with its bytes unread
+		// would reset the connection, and a reset may discard what was
+		// sent before it.
+		c.abort()
+		c.linger()
+		err = nil
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.lingering.Load() {
 		err = nil
 	}
 	c.close(err)
 	return err
+}
+
+// linger shuts the connection's writing side and reads (and drops) what
+// the client still sends, for at most lingerTime, so that what was
+// written reaches it before the connection closes.
+func (c *conn) linger() {
+	c.lingering.Store(true)
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		if cw.CloseWrite() != nil {
+			return
+		}
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, c.nc)
+}
+
+// lingerTime bounds how long a connection ending cleanly waits for its
+// client to close.
+const lingerTime = time.Second
+
+// closeGracefully ends a connection with no stream left: the reader
+// lingers, then closes it.
+func (c *conn) closeGracefully() {
+	if c.lingering.Swap(true) {
+		return
+	}
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+		return
+	}
+	c.close(nil)
 }
 
 // errGoneAway ends the reader after a GOAWAY for an error was sent.
@@ -284,13 +325,22 @@ func (c *conn) drain() {
 	c.mu.Unlock()
 	_ = c.writeFrames(func(b []byte) []byte { return appendGoAway(b, last, http2.ErrCodeNo, "") })
 	if idle {
-		c.close(nil)
+		c.closeGracefully()
 	}
 }
 
 // close ends the connection: every stream's context is cancelled and
 // whatever waits on it wakes.
 func (c *conn) close(err error) {
+	c.abort()
+	if err != nil {
+		c.log.Debug("HTTP/2: a client's connection ended", "remote", c.remote, "error", err)
+	}
+	c.nc.Close()
+}
+
+// abort ends every stream and marks the connection closed.
+func (c *conn) abort() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -306,10 +356,6 @@ func (c *conn) close(err error) {
 	c.flow.Broadcast()
 	c.mu.Unlock()
 	c.cancel()
-	if err != nil {
-		c.log.Debug("HTTP/2: a client's connection ended", "remote", c.remote, "error", err)
-	}
-	c.nc.Close()
 }
 
 var errConnClosed = errors.New("h2server: connection closed")

@@ -78,6 +78,21 @@ func (st *stream) resetByPeer(code http2.ErrCode) {
 	st.c.flow.Broadcast()
 }
 
+// abortWrite resets a stream whose write gave up (its deadline passed,
+// or its context ended), so that the client does not take what was
+// written for the whole answer.
+func (st *stream) abortWrite(err error) {
+	c := st.c
+	c.mu.Lock()
+	already := st.err != nil
+	st.abortLocked(err)
+	c.flow.Broadcast()
+	c.mu.Unlock()
+	if !already {
+		st.sendRST(http2.ErrCodeCancel)
+	}
+}
+
 // sendRST sends RST_STREAM unless the stream has ended on the wire.
 func (st *stream) sendRST(code http2.ErrCode) {
 	c := st.c
@@ -172,7 +187,7 @@ func (st *stream) finish() {
 	}
 	_ = c.giveBack(nil, unread)
 	if drainDone {
-		c.close(nil)
+		c.closeGracefully()
 	}
 }
 
@@ -245,6 +260,7 @@ func (st *stream) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		n, err := st.awaitWindow(len(p))
 		if err != nil {
+			st.abortWrite(err)
 			return done, err
 		}
 		st.written += int64(n)

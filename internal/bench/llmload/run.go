@@ -183,9 +183,38 @@ func (r *run) newRequest(ctx context.Context) (*http.Request, error) {
 	return req, nil
 }
 
+// probeTries bounds the probe requests: an answer that may pass (5xx,
+// 429: a provider's bad moment, or a mock injecting faults) is asked again
+// after probeRetryWait, up to this many requests in all.
+const (
+	probeTries     = 5
+	probeRetryWait = 200 * time.Millisecond
+)
+
 // probe sends one request so that a wrong URL, a refused key or an
-// unknown model is one clear error instead of a run full of failures.
+// unknown model is one clear error instead of a run full of failures. An
+// answer that may pass on its own (5xx, 429) is tried again, so that a
+// target injecting a share of failures can still be measured.
 func (r *run) probe(ctx context.Context) error {
+	var err error
+	for try := 1; ; try++ {
+		var retry bool
+		retry, err = r.probeOnce(ctx)
+		if !retry || try == probeTries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(probeRetryWait):
+		}
+	}
+	return err
+}
+
+// probeOnce sends the probe request and reports whether its failure, if
+// any, may pass when asked again.
+func (r *run) probeOnce(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.w.Timeout+5*time.Second)
 	defer cancel()
 	var o outcome
@@ -200,7 +229,7 @@ func (r *run) probe(ctx context.Context) error {
 			case o = <-ch:
 				break wait
 			case <-ctx.Done():
-				return ctx.Err()
+				return false, ctx.Err()
 			case <-time.After(pollEvery):
 			}
 		}
@@ -208,13 +237,14 @@ func (r *run) probe(ctx context.Context) error {
 		o = r.do(ctx, r.clients[0])
 	}
 	if o.kind == "" {
-		return nil
+		return false, nil
 	}
 	msg := o.detail
 	if msg == "" {
 		msg = o.kind
 	}
-	return fmt.Errorf("the first request to %s%s failed: %s", strings.TrimRight(r.w.URL, "/"), r.path, msg)
+	retry := o.status >= 500 || o.status == http.StatusTooManyRequests
+	return retry, fmt.Errorf("the first request to %s%s failed: %s", strings.TrimRight(r.w.URL, "/"), r.path, msg)
 }
 
 // outcome is one request's result.

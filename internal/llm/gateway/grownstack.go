@@ -1,77 +1,46 @@
 package gateway
 
-import (
-	"runtime"
-	"sync"
-)
-
 // Translating a request decodes its JSON several levels deep. On the
 // goroutine x/net's server starts for each request, which begins with a
-// small stack, that depth makes the runtime grow the stack, copying it each
-// time it doubles; the garbage collector shrinks it again while the
-// request waits on its provider. A gateway CPU profile at 1,000 translated
-// requests/s put those copies at 7% of the gateway's CPU, 32 µs per
-// request against 9 on the fast path. So translations run on a few
-// long-lived goroutines whose stacks stay grown, handed over with two
-// channel operations; when all of them are busy the caller does the work
-// itself, as before.
+// small stack, that depth makes the runtime grow the stack, doubling it
+// and copying it each time, and each copy walks every frame then on the
+// stack; the garbage collector shrinks it again while the request waits
+// on its provider. A gateway CPU profile at 1,000 translated requests/s
+// put those copies at 7% of the gateway's CPU.
+//
+// Translations used to run on a few long-lived goroutines whose stacks
+// stayed grown, handed over with two channel operations. The handover
+// cost more than it saved once translation stopped decoding by reflection:
+// waking the pooled goroutine wakes an idle thread too, and in
+// BenchmarkServeHTTPTranslatedJSON it was about 12 µs of 30. Instead the
+// caller's stack is grown before the translation, in one step, by a call
+// whose frame is as large as a translation needs: the runtime sizes the
+// new stack for that frame at once, and copies it while it is still
+// shallow, which is cheap. On a grown stack the call costs clearing its
+// frame. BenchmarkTranslateOnFreshGoroutine compares the ways.
 
-// grownStacks is the pool of long-lived goroutines, one per P, started on
-// first use and kept for the life of the process (they hold no state).
-var grownStacks struct {
-	once sync.Once
-	jobs chan *grownJob
-}
+// grownStackBytes is the stack a translation of an ordinary request and
+// its answer runs in without growing it again: the hand decoders nest a
+// dozen frames. An unusual body, decoded by reflection, may still grow it.
+const grownStackBytes = 16 << 10
 
-type grownJob struct {
-	fn       func()
-	done     chan struct{}
-	panicked any
-}
-
-var grownJobs = sync.Pool{New: func() any { return &grownJob{done: make(chan struct{}, 1)} }}
-
-// onGrownStack runs fn on a pooled goroutine if one is idle, else on the
-// caller's, and returns when fn has. A panic in fn is raised again on the
-// caller's goroutine, where the handler's recovery sees it.
+// onGrownStack runs fn, a translation, after growing the caller's stack to
+// grownStackBytes if it is smaller.
 func onGrownStack(fn func()) {
-	grownStacks.once.Do(startGrownStacks)
-	j := grownJobs.Get().(*grownJob)
-	j.fn = fn
-	select {
-	case grownStacks.jobs <- j:
-		<-j.done
-	default:
-		j.fn = nil
-		grownJobs.Put(j)
-		fn()
-		return
-	}
-	p := j.panicked
-	j.fn, j.panicked = nil, nil
-	grownJobs.Put(j)
-	if p != nil {
-		panic(p)
-	}
+	growStack()
+	fn()
 }
 
-func startGrownStacks() {
-	grownStacks.jobs = make(chan *grownJob) // unbuffered: only an idle worker takes a job
-	for range runtime.GOMAXPROCS(0) {
-		go runGrownJobs()
-	}
+// growStack needs a frame of grownStackBytes, so the runtime grows the
+// stack to hold it before the call starts (a no-op if it is big enough).
+//
+//go:noinline
+func growStack() byte {
+	var frame [grownStackBytes]byte
+	return lastByte(frame[:])
 }
 
-func runGrownJobs() {
-	for j := range grownStacks.jobs {
-		runGrownJob(j)
-	}
-}
-
-func runGrownJob(j *grownJob) {
-	defer func() {
-		j.panicked = recover()
-		j.done <- struct{}{}
-	}()
-	j.fn()
-}
+// lastByte keeps growStack's frame from being optimised away.
+//
+//go:noinline
+func lastByte(b []byte) byte { return b[len(b)-1] }

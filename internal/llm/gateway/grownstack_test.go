@@ -1,66 +1,95 @@
 package gateway
 
 import (
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"github.com/straitgw/strait/internal/llm/translate"
 )
 
-// onPooledGoroutine reports whether the caller runs on one of the
-// grownStacks goroutines.
-func onPooledGoroutine() bool {
-	buf := make([]byte, 64<<10)
-	return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "runGrownJobs")
+// translateReference translates the reference request and its answer, as
+// a translated JSON request through the gateway does.
+func translateReference(tb testing.TB) {
+	if _, err := translate.Request(translate.OpenAI, translate.Anthropic, []byte(referenceBody), "claude-upstream", translate.Options{}); err != nil {
+		tb.Error(err)
+	}
+	if _, err := translate.Response(translate.Anthropic, translate.OpenAI, []byte(anthropicJSON("claude-upstream")), "alias-1"); err != nil {
+		tb.Error(err)
+	}
 }
 
-func TestOnGrownStackRunsOnAPooledGoroutine(t *testing.T) {
-	// A pooled goroutine takes a job only while it waits for one: one that
-	// has just started or finished may not be waiting yet, so try a few
-	// times.
-	var pooled bool
-	var got int
-	for i := 0; i < 1000 && !pooled; i++ {
-		onGrownStack(func() { pooled, got = onPooledGoroutine(), 42 })
-		runtime.Gosched()
+// onFreshGoroutine runs fn on a new goroutine, as x/net's server runs each
+// request, and waits for it.
+func onFreshGoroutine(fn func()) {
+	var wg sync.WaitGroup
+	wg.Go(fn)
+	wg.Wait()
+}
+
+// stackMoved runs fn and reports whether the caller's stack was copied
+// (grown) meanwhile: a variable on it is then at another address.
+//
+//go:noinline
+func stackMoved(fn func()) bool {
+	var mark int
+	before := uintptr(unsafe.Pointer(&mark))
+	fn()
+	return uintptr(unsafe.Pointer(&mark)) != before
+}
+
+func TestOnGrownStackTranslatesWithoutGrowingTheStack(t *testing.T) {
+	for range 20 {
+		var moved bool
+		onFreshGoroutine(func() {
+			onGrownStack(func() { moved = stackMoved(func() { translateReference(t) }) })
+		})
+		if moved {
+			t.Fatalf("the stack grew while translating after onGrownStack grew it to %d bytes", grownStackBytes)
+		}
 	}
-	if !pooled {
-		t.Error("fn never ran on a pooled goroutine")
-	}
+}
+
+func TestOnGrownStackRunsFn(t *testing.T) {
+	got := 0
+	onGrownStack(func() { got = 42 })
 	if got != 42 {
-		t.Errorf("fn's result is not visible to the caller after onGrownStack returned: got %d", got)
+		t.Errorf("fn did not run: got %d", got)
 	}
 }
 
-func TestOnGrownStackRaisesAPanicOnTheCaller(t *testing.T) {
-	defer func() {
-		if p := recover(); p != "translation blew up" {
-			t.Errorf("recovered %v on the caller, want the panic raised in fn", p)
+// BenchmarkTranslateOnFreshGoroutine is a translated request and its
+// answer on a new goroutine each, as the gateway serves them: with the
+// stack grown as the translation goes ("direct"), or first in one step
+// (onGrownStack). "pooled" is the handover to a long-lived goroutine the
+// gateway did before. Run with the runtime's adaptive initial stack size
+// off, as a busy gateway's many small goroutines keep it low:
+//
+//	GODEBUG=adaptivestackstart=0 go test ./internal/llm/gateway/ -run '^$' -bench TranslateOnFreshGoroutine -benchmem
+func BenchmarkTranslateOnFreshGoroutine(b *testing.B) {
+	work := func() { translateReference(b) }
+	jobs := make(chan func())
+	done := make(chan struct{})
+	go func() {
+		for fn := range jobs {
+			fn()
+			done <- struct{}{}
 		}
 	}()
-	onGrownStack(func() { panic("translation blew up") })
-	t.Error("onGrownStack returned after fn panicked")
-}
-
-func TestOnGrownStackRunsOnTheCallerWhenThePoolIsBusy(t *testing.T) {
-	grownStacks.once.Do(startGrownStacks)
-	// Hold every pooled goroutine.
-	release := make(chan struct{})
-	var held, done sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		held.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			onGrownStack(func() { held.Done(); <-release })
-		}()
-	}
-	held.Wait()
-	var pooled bool
-	onGrownStack(func() { pooled = onPooledGoroutine() })
-	close(release)
-	done.Wait()
-	if pooled {
-		t.Error("fn ran on a pooled goroutine while all of them were held")
+	defer close(jobs)
+	for _, c := range []struct {
+		name string
+		fn   func()
+	}{
+		{"direct", work},
+		{"onGrownStack", func() { onGrownStack(work) }},
+		{"pooled", func() { jobs <- work; <-done }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				onFreshGoroutine(c.fn)
+			}
+		})
 	}
 }

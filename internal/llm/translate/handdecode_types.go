@@ -105,7 +105,7 @@ func (d *handDecoder) oaMessages(p *[]oaMessage) bool {
 		*p = nil
 		return true
 	}
-	ms := make([]oaMessage, 0, 8)
+	ms := make([]oaMessage, 0, 4)
 	ok := d.array(func() bool {
 		ms = append(ms, oaMessage{})
 		return d.null() || d.oaMessage(&ms[len(ms)-1])

@@ -157,7 +157,7 @@ func anthropicToOpenAIResponse(r *anResponse, clientModel string) []byte {
 		// redacted_thinking is opaque, server tool blocks have no OpenAI
 		// form: neither reaches an OpenAI client.
 	}
-	b := make([]byte, 0, 256+text.Len()+thinking.Len()+len(calls))
+	b := make([]byte, 0, 512+len(r.ID)+len(model)+text.Len()+thinking.Len()+len(calls))
 	b = append(b, `{"id":`...)
 	b = jsonscan.AppendString(b, openAIID(r.ID))
 	b = append(b, `,"object":"chat.completion","created":`...)

@@ -52,9 +52,9 @@ func h2cClient() *http.Client {
 func TestRequestAsHandlerSeesIt(t *testing.T) {
 	type seen struct {
 		method, path, query, proto, host, remote, uri, cookie, auth string
-		major                                                      int
-		clen                                                       int64
-		body                                                       string
+		major                                                       int
+		clen                                                        int64
+		body                                                        string
 	}
 	got := make(chan seen, 1)
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -113,7 +113,14 @@ type LLMListener struct {
 	Protocols []string `yaml:"protocols,omitempty"`
 	// TLS makes the listener TLS, with HTTP/1.1 and HTTP/2 by ALPN.
 	TLS *TLSServer `yaml:"tls,omitempty"`
+	// HTTP2Server picks the server for h2c: net/http (x/net's, the
+	// default) or strait (Strait's own, internal/llm/h2server).
+	HTTP2Server string `yaml:"http2_server,omitempty"`
 }
+
+// StraitH2C reports whether the listener's h2c is served by Strait's own
+// HTTP/2 server.
+func (l *LLMListener) StraitH2C() bool { return l.HTTP2Server == "strait" }
 
 // LLMAPIKey is a gateway key: its SHA-256 (hex), or the key itself (hashed
 // when the config loads; use a ${env:…} or ${file:…} reference).
@@ -602,6 +609,15 @@ func (v *validator) llm(infos []vcInfo, admin vcInfo) {
 		}
 		if ln.TLS == nil && len(ln.Protocols) == 0 && c.set[p+".protocols"] {
 			v.add(p+".protocols", "is empty: list http1, h2c or both (or leave protocols out for both)")
+		}
+		switch ln.HTTP2Server {
+		case "", "net/http":
+		case "strait":
+			if _, h2c := ln.Cleartext(); ln.TLS != nil || !h2c {
+				v.add(p+".http2_server", "strait serves h2c (HTTP/2 without TLS) only: list h2c in protocols and leave tls out, or use net/http (the default)")
+			}
+		default:
+			v.add(p+".http2_server", v.c.show(p+".http2_server", ln.HTTP2Server)+" is not allowed: use net/http (the default) or strait")
 		}
 		v.tlsServer(p+".tls", ln.TLS)
 		if info.listenOK {

@@ -44,6 +44,19 @@ func llmWith(n int, repl string, extra ...string) []string {
 	return append(out, extra...)
 }
 
+// http2_server: strait on a listener whose protocols are the default
+// (http1 and h2c) is accepted.
+func TestLLMStraitH2CDefaultProtocols(t *testing.T) {
+	cfg := mustParse(t, doc(llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: strait}")...))
+	if ln := cfg.LLM.Listeners[0]; !ln.StraitH2C() {
+		t.Errorf("listener %+v", ln)
+	}
+	cfg = mustParse(t, doc(llmMinimal...))
+	if ln := cfg.LLM.Listeners[0]; ln.StraitH2C() || ln.HTTP2Server != "" {
+		t.Errorf("http2_server's default: %+v", ln)
+	}
+}
+
 func TestLLMDefaults(t *testing.T) {
 	cfg := mustParse(t, doc(llmMinimal...))
 	l := cfg.LLM
@@ -93,7 +106,7 @@ func TestLLMFull(t *testing.T) {
 		"admin: {listen: 127.0.0.1:9190}",
 		"llm:",
 		"  listeners:",
-		"    - {listen: 127.0.0.1:8080, protocols: [h2c]}",
+		"    - {listen: 127.0.0.1:8080, protocols: [h2c], http2_server: strait}",
 		"    - listen: 127.0.0.1:8443",
 		"      tls: {cert_file: "+cert+", key_file: "+key+"}",
 		"  api_keys:",
@@ -126,6 +139,9 @@ func TestLLMFull(t *testing.T) {
 	h1, h2c := l.Listeners[0].Cleartext()
 	if h1 || !h2c || l.Listeners[1].TLS.MinVersion != "1.2" || len(l.Listeners[1].Protocols) != 0 {
 		t.Errorf("listeners: %+v %+v", l.Listeners[0], l.Listeners[1])
+	}
+	if !l.Listeners[0].StraitH2C() || l.Listeners[1].StraitH2C() {
+		t.Errorf("http2_server: %q %q", l.Listeners[0].HTTP2Server, l.Listeners[1].HTTP2Server)
 	}
 	if l.MaxBodyBytes != 2<<20 || l.Translation != (LLMTranslation{1024, 8192, true}) {
 		t.Errorf("max_body_bytes %d, translation %+v", l.MaxBodyBytes, l.Translation)
@@ -179,6 +195,9 @@ func TestLLMErrors(t *testing.T) {
 		{"bad listen", llmWith(3, "    - listen: 127.0.0.1"), "llm.listeners[0].listen", 3, "the port is missing"},
 		{"bad protocol", llmWith(3, "    - {listen: 127.0.0.1:8080, protocols: [http2]}"), "llm.listeners[0].protocols[0]", 3, "use one of http1, h2c"},
 		{"protocols with tls", llmWith(3, "    - {listen: 127.0.0.1:8080, protocols: [h2c], tls: {cert_file: x, key_file: y}}"), "llm.listeners[0].protocols", 3, "a TLS listener speaks HTTP/1.1 and HTTP/2 by ALPN"},
+		{"bad http2_server", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: lean}"), "llm.listeners[0].http2_server", 3, "use net/http (the default) or strait"},
+		{"http2_server strait with tls", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: strait, tls: {cert_file: x, key_file: y}}"), "llm.listeners[0].http2_server", 3, "strait serves h2c (HTTP/2 without TLS) only"},
+		{"http2_server strait without h2c", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: strait, protocols: [http1]}"), "llm.listeners[0].http2_server", 3, "list h2c in protocols and leave tls out"},
 		{"listeners clash", llmWith(3, "    - listen: 127.0.0.1:8080\n    - listen: :8080"), "llm.listeners[1].listen", 4, "also the listen port of llm.listeners[0]"},
 		{"admin clash", llmWith(0, "", "admin: {listen: \"127.0.0.1:8080\"}"), "llm.listeners[0].listen", 3, "admin listener"},
 		{"virtual cluster clash", llmWith(0, "", "clusters: {local: {bootstrap_servers: [\"127.0.0.1:9092\"]}}",

@@ -29,6 +29,15 @@ func decodeField(raw []byte, v any, at, want string) error {
 	return nil
 }
 
+// decodeContent is decodeField for the content of the message or block at
+// at, whose path is spelled out only for an error.
+func decodeContent(raw []byte, v any, at, want string) error {
+	if decodeByHand(raw, v) {
+		return nil
+	}
+	return decodeField(raw, v, at+".content", want)
+}
+
 // explainDecode restates err, returned by json.Unmarshal(doc, ...), as the
 // path of the offending value and a sentence about it. base is doc's own
 // path in the whole document ("" when doc is the whole document, which whole

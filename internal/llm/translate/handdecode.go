@@ -258,6 +258,9 @@ func (d *handDecoder) str() (string, bool) {
 				return "", false
 			}
 			d.i = j + 1
+			if s, ok := commonValue(raw); ok {
+				return s, true
+			}
 			return string(raw), true
 		case c == '\\':
 			return d.escapedStr(start)
@@ -266,6 +269,63 @@ func (d *handDecoder) str() (string, bool) {
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
+	}
+	return "", false
+}
+
+// commonValue returns the string of raw without allocating one when raw
+// is a role, a type or another value requests and answers repeat.
+func commonValue(raw []byte) (string, bool) {
+	if len(raw) > len("tool_result") {
+		return "", false
+	}
+	switch string(raw) {
+	case "user":
+		return "user", true
+	case "assistant":
+		return "assistant", true
+	case "system":
+		return "system", true
+	case "developer":
+		return "developer", true
+	case "tool":
+		return "tool", true
+	case "text":
+		return "text", true
+	case "function":
+		return "function", true
+	case "image_url":
+		return "image_url", true
+	case "image":
+		return "image", true
+	case "file":
+		return "file", true
+	case "document":
+		return "document", true
+	case "base64":
+		return "base64", true
+	case "url":
+		return "url", true
+	case "tool_use":
+		return "tool_use", true
+	case "tool_result":
+		return "tool_result", true
+	case "thinking":
+		return "thinking", true
+	case "refusal":
+		return "refusal", true
+	case "end_turn":
+		return "end_turn", true
+	case "max_tokens":
+		return "max_tokens", true
+	case "stop":
+		return "stop", true
+	case "length":
+		return "length", true
+	case "tool_calls":
+		return "tool_calls", true
+	case "":
+		return "", true
 	}
 	return "", false
 }

@@ -261,13 +261,13 @@ func (t *reqTranslation) anthropicMessage(m *anMessageIn, at string) ([]oaMessag
 	}
 	if m.Content[0] == '"' {
 		var s string
-		if err := decodeField(m.Content, &s, at+".content", "a string"); err != nil {
+		if err := decodeContent(m.Content, &s, at, "a string"); err != nil {
 			return nil, err
 		}
 		return []oaMessageOut{{Role: m.Role, Content: s}}, nil
 	}
 	var blocks []anBlockIn
-	if err := decodeField(m.Content, &blocks, at+".content", "a string or an array of content blocks"); err != nil {
+	if err := decodeContent(m.Content, &blocks, at, "a string or an array of content blocks"); err != nil {
 		return nil, err
 	}
 	var out []oaMessageOut
@@ -399,14 +399,14 @@ func (t *reqTranslation) toolMessage(b *anBlockIn, at string) (oaMessageOut, err
 	}
 	if b.Content[0] == '"' {
 		var s string
-		if err := decodeField(b.Content, &s, at+".content", "a string"); err != nil {
+		if err := decodeContent(b.Content, &s, at, "a string"); err != nil {
 			return oaMessageOut{}, err
 		}
 		msg.Content = s
 		return msg, nil
 	}
 	var inner []anBlockIn
-	if err := decodeField(b.Content, &inner, at+".content", "a string or an array of content blocks"); err != nil {
+	if err := decodeContent(b.Content, &inner, at, "a string or an array of content blocks"); err != nil {
 		return oaMessageOut{}, err
 	}
 	parts := make([]oaPartOut, 0, len(inner))

@@ -336,7 +336,7 @@ func (t *reqTranslation) openAIMessages(msgs []oaMessage) (system []string, out 
 			if !isNull(m.Content) {
 				if m.Content[0] == '"' {
 					var s string
-					if err := decodeField(m.Content, &s, at+".content", "a string"); err != nil {
+					if err := decodeContent(m.Content, &s, at, "a string"); err != nil {
 						return nil, nil, err
 					}
 					if s != "" {
@@ -450,13 +450,13 @@ func textOnly(raw json.RawMessage, at string) (string, error) {
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := decodeField(raw, &s, at+".content", "a string"); err != nil {
+		if err := decodeContent(raw, &s, at, "a string"); err != nil {
 			return "", err
 		}
 		return s, nil
 	}
 	var parts []oaPart
-	if err := decodeField(raw, &parts, at+".content", "a string or an array of content parts"); err != nil {
+	if err := decodeContent(raw, &parts, at, "a string or an array of content parts"); err != nil {
 		return "", err
 	}
 	texts := make([]string, 0, len(parts))
@@ -479,7 +479,7 @@ func (t *reqTranslation) openAIParts(raw json.RawMessage, at string, assistant b
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := decodeField(raw, &s, at+".content", "a string"); err != nil {
+		if err := decodeContent(raw, &s, at, "a string"); err != nil {
 			return nil, err
 		}
 		if s == "" {
@@ -488,7 +488,7 @@ func (t *reqTranslation) openAIParts(raw json.RawMessage, at string, assistant b
 		return []anBlock{textBlock(s)}, nil
 	}
 	var parts []oaPart
-	if err := decodeField(raw, &parts, at+".content", "a string or an array of content parts"); err != nil {
+	if err := decodeContent(raw, &parts, at, "a string or an array of content parts"); err != nil {
 		return nil, err
 	}
 	blocks := make([]anBlock, 0, len(parts))

@@ -316,3 +316,23 @@ func TestResponseShapes(t *testing.T) {
 		t.Errorf("/sniff: %v %v", resp, err)
 	}
 }
+
+func TestTrailers(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Total")
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Total", "7")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "8")
+	})}
+	addr := serve(t, s)
+	resp, err := h2cClient().Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "body" || resp.Trailer.Get("X-Total") != "7" || resp.Trailer.Get("X-Late") != "8" {
+		t.Fatalf("%q trailers %v", b, resp.Trailer)
+	}
+}

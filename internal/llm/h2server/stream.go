@@ -149,14 +149,56 @@ func (st *stream) endResponse() {
 		st.sendRST(http2.ErrCodeInternal)
 		return
 	default:
+		trailers := st.trailers()
+		maxFrame := c.maxFrame()
 		c.wmu.Lock()
 		if !st.ended {
 			st.ended = true
-			c.wbuf = appendData(c.wbuf[:0], st.id, nil, true)
+			if len(trailers) > 0 {
+				c.hencBuf.Reset()
+				for _, f := range trailers {
+					c.henc.WriteField(f)
+				}
+				c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), true, maxFrame)
+			} else {
+				c.wbuf = appendData(c.wbuf[:0], st.id, nil, true)
+			}
 			_ = c.writeLocked()
 		}
 		c.wmu.Unlock()
 	}
+}
+
+// trailers returns the response's trailer fields: those the handler
+// declared in its Trailer header and set, and those it set with
+// http.TrailerPrefix, as net/http sends them.
+func (st *stream) trailers() []hpack.HeaderField {
+	var out []hpack.HeaderField
+	add := func(k string, vs []string) {
+		if !httpguts.ValidHeaderFieldName(k) || !validResponseField(k) {
+			return
+		}
+		name := lowerKey(k)
+		for _, v := range vs {
+			if httpguts.ValidHeaderFieldValue(v) {
+				out = append(out, hpack.HeaderField{Name: name, Value: v})
+			}
+		}
+	}
+	for _, decl := range st.header["Trailer"] {
+		for _, k := range strings.Split(decl, ",") {
+			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
+			if vs := st.header[k]; len(vs) > 0 {
+				add(k, vs)
+			}
+		}
+	}
+	for k, vs := range st.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			add(http.CanonicalHeaderKey(name), vs)
+		}
+	}
+	return out
 }
 
 // finish removes the stream once its handler has returned; a client
@@ -428,11 +470,11 @@ func (st *stream) endedErr() error {
 }
 
 // validResponseField reports whether a handler's header field goes on
-// the wire: HTTP/2 has no connection-specific fields, and trailers are
-// not sent.
+// the wire: HTTP/2 has no connection-specific fields, and those named
+// with http.TrailerPrefix are trailers.
 func validResponseField(k string) bool {
 	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer":
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te":
 		return false
 	}
 	return !strings.HasPrefix(k, http.TrailerPrefix) && httpguts.ValidHeaderFieldName(k)

@@ -39,6 +39,7 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/straitgw/strait/internal/h2sched"
+	"github.com/straitgw/strait/internal/llm/h2server"
 	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
 	"github.com/straitgw/strait/internal/writebatch"
@@ -121,6 +122,12 @@ type Listener struct {
 	// TLS, if set, makes the listener TLS with HTTP/1.1 and HTTP/2 chosen by
 	// ALPN; HTTP1 and H2C are then ignored. It needs a certificate.
 	TLS *tls.Config
+	// StraitH2C serves h2c with Strait's own HTTP/2 server (h2server),
+	// which costs less per request than x/net's, instead of x/net's: a
+	// connection that opens with HTTP/2's preface goes to it, any other
+	// (HTTP/1.1, its Upgrade: h2c included) to net/http. It applies to a
+	// cleartext listener speaking h2c only.
+	StraitH2C bool
 }
 
 // Gateway is the LLM gateway: a handler shared by any number of listeners.
@@ -313,18 +320,57 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 
 	var err error
 	ln = writebatch.Listener{Listener: ln, TLS: l.TLS != nil}
+	if l.StraitH2C && l.TLS == nil && srv.Protocols.UnencryptedHTTP2() {
+		lean := g.leanServer(srv)
+		ln = lean.Listen(ln)
+		defer func() {
+			if err != nil {
+				lean.Close() // the listener failed: nothing drains it
+			}
+		}()
+	}
 	if l.TLS != nil {
 		err = srv.ServeTLS(ln, "", "")
 	} else {
 		err = srv.Serve(ln)
 	}
 	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
 		return nil
 	}
 	g.mu.Lock()
 	delete(g.servers, srv)
 	g.mu.Unlock()
 	return err
+}
+
+// leanCloseGrace is how long Strait's HTTP/2 server waits, once the
+// gateway's drain is over and its requests are aborted, for their
+// handlers to send their errors before its connections are closed.
+const leanCloseGrace = time.Second
+
+// leanServer returns Strait's HTTP/2 server for srv's h2c connections,
+// with srv's limits, stopped with it: srv's Shutdown sends each of its
+// connections GOAWAY, they close as their streams end, and the rest are
+// closed leanCloseGrace after Shutdown aborts the requests in flight.
+func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
+	lean := &h2server.Server{
+		Handler:              g,
+		MaxConcurrentStreams: maxConcurrentStreams,
+		MaxHeaderBytes:       srv.MaxHeaderBytes,
+		IdleTimeout:          srv.IdleTimeout,
+		ReadHeaderTimeout:    srv.ReadHeaderTimeout,
+		BaseContext:          g.baseCtx,
+		Log:                  g.log,
+	}
+	srv.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stop := context.AfterFunc(g.baseCtx, func() { time.AfterFunc(leanCloseGrace, cancel) })
+		defer stop()
+		_ = lean.Shutdown(ctx)
+	})
+	return lean
 }
 
 // Ready reports nil while the gateway serves on at least one listener and is

@@ -1,0 +1,237 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	openaioption "github.com/openai/openai-go/v3/option"
+	"golang.org/x/net/http2"
+
+	"github.com/straitgw/strait/internal/llm/translate"
+)
+
+// h2Servers are the servers a listener's h2c may be served by: x/net's
+// through net/http (the default), and Strait's own (StraitH2C). Every test
+// here runs against both, with the same assertions.
+var h2Servers = []struct {
+	name   string
+	strait bool
+}{{"net-http", false}, {"strait", true}}
+
+// xnetH2CClient is x/net's HTTP/2 client speaking h2c with prior
+// knowledge.
+func xnetH2CClient() *http.Client {
+	return &http.Client{Timeout: waitLimit, Transport: &http2.Transport{
+		AllowHTTP:          true,
+		DisableCompression: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}}
+}
+
+// Every dialect pair, JSON and stream, fast path and translated, over h2c
+// from net/http's and x/net's clients, to a provider on HTTP/1.1 and h2c.
+func TestH2CServersDialectPairs(t *testing.T) {
+	for _, srv := range h2Servers {
+		t.Run(srv.name, func(t *testing.T) {
+			for _, providerH2C := range []bool{false, true} {
+				h := newHarness(t, harnessConfig{providerH2C: providerH2C, listener: Listener{StraitH2C: srv.strait}})
+				for _, cl := range []struct {
+					name string
+					c    *http.Client
+				}{{"net-http-client", client(true)}, {"x-net-client", xnetH2CClient()}} {
+					for _, cd := range dialects {
+						for _, pd := range dialects {
+							for _, stream := range []bool{false, true} {
+								name := cl.name + "/" + string(cd) + "-to-" + string(pd)
+								if providerH2C {
+									name += "/provider-h2c"
+								}
+								if stream {
+									name += "/stream"
+								}
+								t.Run(name, func(t *testing.T) {
+									testPair(t, h, cl.c, cd, pd, stream, true, providerH2C)
+								})
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// A listener with Strait's HTTP/2 server still serves HTTP/1.1, and the
+// HTTP/1.1 upgrade to h2c, through net/http.
+func TestH2CServersOtherProtocols(t *testing.T) {
+	for _, srv := range h2Servers {
+		t.Run(srv.name, func(t *testing.T) {
+			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}})
+			rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, endpoint(translate.OpenAI),
+				requestBody(translate.OpenAI, "gpt-4o", false)))
+			if rp.status != 200 || rp.protoMaj != 1 || rp.text != "Paris." {
+				t.Errorf("HTTP/1.1: status %d proto %d text %q", rp.status, rp.protoMaj, rp.text)
+			}
+			status, body := upgradeH2C(t, strings.TrimPrefix(h.url, "http://"), requestBody(translate.OpenAI, "gpt-4o", false))
+			if status != "200" || !strings.Contains(body, "Paris.") {
+				t.Errorf("upgraded request: status %q body %q", status, body)
+			}
+		})
+	}
+}
+
+// The official SDKs, on an h2c client, JSON and stream, on the fast path
+// (their own dialect's provider) and translated (the other's).
+func TestH2CServersSDKs(t *testing.T) {
+	for _, srv := range h2Servers {
+		t.Run(srv.name, func(t *testing.T) {
+			h := newHarness(t, harnessConfig{providerH2C: true, listener: Listener{StraitH2C: srv.strait}})
+			hc := xnetH2CClient()
+			ctx := context.Background()
+			oc := openai.NewClient(openaioption.WithBaseURL(h.url+"/v1/"), openaioption.WithAPIKey(testKey),
+				openaioption.WithMaxRetries(0), openaioption.WithHTTPClient(hc))
+			ac := anthropic.NewClient(anthropicoption.WithBaseURL(h.url+"/"), anthropicoption.WithAPIKey(testKey),
+				anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(hc))
+			for _, pd := range dialects {
+				model := modelFor(pd)
+				t.Run("openai-to-"+string(pd), func(t *testing.T) {
+					params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("The capital of France?")}}
+					resp, err := oc.Chat.Completions.New(ctx, params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "Paris." {
+						t.Errorf("JSON: %+v", resp.Choices)
+					}
+					params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+					st := oc.Chat.Completions.NewStreaming(ctx, params)
+					var acc openai.ChatCompletionAccumulator
+					for st.Next() {
+						acc.AddChunk(st.Current())
+					}
+					if err := st.Err(); err != nil {
+						t.Fatal(err)
+					}
+					if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Paris." || acc.Usage.PromptTokens != 12 {
+						t.Errorf("stream: %+v usage %+v", acc.Choices, acc.Usage)
+					}
+				})
+				t.Run("anthropic-to-"+string(pd), func(t *testing.T) {
+					params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+						Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("The capital of France?"))}}
+					msg, err := ac.Messages.New(ctx, params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(msg.Content) != 1 || msg.Content[0].Text != "Paris." {
+						t.Errorf("JSON: %+v", msg.Content)
+					}
+					st := ac.Messages.NewStreaming(ctx, params)
+					var acc anthropic.Message
+					for st.Next() {
+						if err := acc.Accumulate(st.Current()); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := st.Err(); err != nil {
+						t.Fatal(err)
+					}
+					if len(acc.Content) != 1 || acc.Content[0].Text != "Paris." || acc.Usage.OutputTokens != 3 {
+						t.Errorf("stream: %+v usage %+v", acc.Content, acc.Usage)
+					}
+				})
+			}
+		})
+	}
+}
+
+// Shutdown drains either server's h2c streams in flight, aborts those
+// that outlive its deadline, and closes the connections.
+func TestH2CServersShutdown(t *testing.T) {
+	for _, srv := range h2Servers {
+		t.Run(srv.name+"/drains a stream in flight", func(t *testing.T) {
+			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}})
+			release := make(chan struct{})
+			events := anthropicEvents("claude-x")
+			h.anthropic.setHandler(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+				writeEvents(w, events[:2])
+				select {
+				case <-release:
+				case <-time.After(waitLimit):
+				}
+				for _, e := range events[2:] {
+					io.WriteString(w, e)
+					w.(http.Flusher).Flush()
+				}
+			})
+			c := xnetH2CClient()
+			resp := h.post(t, c, translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
+			eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+				defer cancel()
+				done <- h.g.Shutdown(ctx)
+			}()
+			eventually(t, "the listener to close", func() bool {
+				conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.url, "http://"), time.Second)
+				if err == nil {
+					conn.Close()
+				}
+				return err != nil
+			})
+			select {
+			case err := <-done:
+				t.Fatalf("Shutdown returned (%v) with a stream in flight", err)
+			default:
+			}
+			close(release)
+			rp := read(t, translate.Anthropic, resp)
+			if !rp.done || rp.text != "Paris." || rp.protoMaj != 2 {
+				t.Errorf("the drained stream: done %v text %q proto %d\n%s", rp.done, rp.text, rp.protoMaj, rp.raw)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			// The connection got GOAWAY: the client does not use it again.
+			if _, err := c.Get(h.url + "/v1/models"); err == nil {
+				t.Error("a request after Shutdown was served")
+			}
+		})
+
+		t.Run(srv.name+"/aborts what outlives the deadline", func(t *testing.T) {
+			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}})
+			cancelled := make(chan struct{}, 1)
+			h.anthropic.setHandler(blockUntilCancelled(cancelled, anthropicEvents("claude-x")[:2]))
+			resp := h.post(t, xnetH2CClient(), translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
+			eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			err := h.g.Shutdown(ctx)
+			if err == nil || !strings.Contains(err.Error(), "1 requests in flight") {
+				t.Errorf("Shutdown: %v, want an error counting the aborted request", err)
+			}
+			rp := read(t, translate.Anthropic, resp)
+			if rp.done {
+				t.Error("an aborted stream ended cleanly")
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(waitLimit):
+				t.Fatal("the provider request was not cancelled")
+			}
+		})
+	}
+}

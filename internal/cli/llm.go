@@ -147,7 +147,11 @@ func bindLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGa
 			spec.TLS = tc
 		} else {
 			spec.HTTP1, spec.H2C = lc.Cleartext()
+			spec.StraitH2C = lc.StraitH2C()
 			proto = strings.Join(lc.Protocols, ", ")
+			if spec.StraitH2C {
+				proto += " (h2c by Strait's HTTP/2 server)"
+			}
 		}
 		ln, err := net.Listen("tcp", lc.Listen)
 		if err != nil {

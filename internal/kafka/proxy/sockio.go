@@ -78,6 +78,7 @@ type connReader struct {
 	rawFn  func(fd uintptr) bool
 	rawN   int
 	rawErr error
+	rawDst []byte // readRaw reads here when set, else into buf
 }
 
 func newConnReader(c net.Conn, size int) *connReader {
@@ -144,8 +145,29 @@ func (r *connReader) readConn() (int, error) {
 		}
 		return n, err
 	}
-	r.rawN, r.rawErr = 0, nil
-	if err := r.raw.Read(r.rawFn); err != nil {
+	return r.readRawInto(nil)
+}
+
+// readDirect reads once from the socket into p, past the buffer, which
+// must be empty.
+func (r *connReader) readDirect(p []byte) (int, error) {
+	if r.raw == nil {
+		n, err := r.conn.Read(p)
+		r.n += int64(n)
+		if n < 0 {
+			return 0, errNegativeRead
+		}
+		return n, err
+	}
+	return r.readRawInto(p)
+}
+
+// readRawInto reads with readRaw into dst, or into the buffer if dst is nil.
+func (r *connReader) readRawInto(dst []byte) (int, error) {
+	r.rawN, r.rawErr, r.rawDst = 0, nil, dst
+	err := r.raw.Read(r.rawFn)
+	r.rawDst = nil
+	if err != nil {
 		return 0, r.wrap(err)
 	}
 	r.n += int64(r.rawN)
@@ -157,8 +179,11 @@ func (r *connReader) readConn() (int, error) {
 // reported before a read starts), but waits without the buffer if the
 // buffer held nothing.
 func (r *connReader) readRaw(fd uintptr) bool {
-	r.acquire()
-	p := r.buf[r.w:]
+	p := r.rawDst
+	if p == nil {
+		r.acquire()
+		p = r.buf[r.w:]
+	}
 	for {
 		n, err := rawIO(syscall.SYS_READ, fd, p)
 		switch {
@@ -230,7 +255,9 @@ func (r *connReader) Discard(n int) (int, error) {
 }
 
 // Read reads into p, from the buffer if it holds anything, else with one
-// read from the socket.
+// read from the socket: straight into p when p is at least as large as
+// the buffer (a big frame read whole, such as a Fetch response a filter
+// must see, is then not copied twice), else through the buffer.
 func (r *connReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		if r.Buffered() > 0 {
@@ -241,6 +268,10 @@ func (r *connReader) Read(p []byte) (int, error) {
 	if r.r == r.w {
 		if r.err != nil {
 			return 0, r.readErr()
+		}
+		if len(p) >= r.size {
+			r.release()
+			return r.readDirect(p)
 		}
 		r.fill()
 		if r.r == r.w {

@@ -117,3 +117,54 @@ func TestConnWriterLargeWrite(t *testing.T) {
 		}
 	}
 }
+
+// sizeRecordingConn notes the largest read asked of it.
+type sizeRecordingConn struct {
+	net.Conn
+	largest int
+}
+
+func (c *sizeRecordingConn) Read(p []byte) (int, error) {
+	c.largest = max(c.largest, len(p))
+	return c.Conn.Read(p)
+}
+
+// A read at least as large as the buffer, with the buffer empty, goes
+// straight into the caller's slice (a big frame read whole is not copied
+// twice), and the stream comes out the same whether bytes were buffered
+// first or not, over the raw path and the other.
+func TestConnReaderReadsBigSlicesDirectly(t *testing.T) {
+	const big = 3*readBufSize + 123
+	data := make([]byte, 7+big)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for _, raw := range []bool{true, false} {
+		a, b := tcpPair(t)
+		rec := &sizeRecordingConn{Conn: b}
+		var r *connReader
+		if raw {
+			r = newConnReader(b, readBufSize)
+		} else {
+			r = newConnReader(rec, readBufSize)
+		}
+		go func() { a.Write(data) }()
+		head, err := r.Peek(7)
+		if err != nil || string(head) != string(data[:7]) {
+			t.Fatalf("raw=%v: Peek = %q, %v", raw, head, err)
+		}
+		got := make([]byte, 7+big)
+		if _, err := io.ReadFull(r, got); err != nil {
+			t.Fatalf("raw=%v: %v", raw, err)
+		}
+		if string(got) != string(data) {
+			t.Fatalf("raw=%v: the bytes read differ from the bytes sent", raw)
+		}
+		if r.n != int64(len(data)) || r.Buffered() != 0 || r.bp != nil {
+			t.Errorf("raw=%v: counted %d bytes (want %d), %d still buffered, buffer held %v", raw, r.n, len(data), r.Buffered(), r.bp != nil)
+		}
+		if !raw && rec.largest <= readBufSize {
+			t.Errorf("the largest read asked of the socket was %d bytes: the big slice went through the %d-byte buffer", rec.largest, readBufSize)
+		}
+	}
+}

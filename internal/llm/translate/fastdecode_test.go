@@ -165,3 +165,31 @@ func TestHandDecoderTakesGoldenInputs(t *testing.T) {
 		t.Errorf("only %d golden inputs decoded by hand", taken)
 	}
 }
+
+// TestHandDecodedRequestsNameDroppedFields checks that a body decoded by
+// hand still has its unknown top-level fields looked for (and only the
+// non-null ones named), as dropUnknown names them after a reflective
+// decode.
+func TestHandDecodedRequestsNameDroppedFields(t *testing.T) {
+	for _, c := range []struct {
+		from, to Dialect
+		body     string
+		want     []string
+	}{
+		{OpenAI, Anthropic, `{"model":"m","seed":1,"logit_bias":null,"messages":[{"role":"user","content":"x"}],"store":false}`, []string{"seed", "store"}},
+		{OpenAI, Anthropic, `{"model":"m","seed":null,"messages":[{"role":"user","content":"x"}]}`, nil},
+		{Anthropic, OpenAI, `{"model":"m","max_tokens":1,"top_k":5,"messages":[{"role":"user","content":"x"}]}`, []string{"top_k"}},
+		{Anthropic, OpenAI, `{"max_tokens":1,"messages":[{"role":"user","content":"x"}],"model":"m","thinking":null}`, nil},
+	} {
+		if !decodeByHand([]byte(c.body), map[Dialect]any{OpenAI: new(oaRequestIn), Anthropic: new(anRequestIn)}[c.from]) {
+			t.Fatalf("not decoded by hand, so this case checks nothing: %s", c.body)
+		}
+		tr, err := Request(c.from, c.to, []byte(c.body), "up", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tr.Dropped, c.want) {
+			t.Errorf("%s: dropped %q, want %q", c.body, tr.Dropped, c.want)
+		}
+	}
+}

@@ -66,6 +66,9 @@ func decodeByHand(data []byte, v any) bool {
 type handDecoder struct {
 	b []byte
 	i int
+	// others counts the members of a request's top-level object that are
+	// neither fields nor model, and not null (topLevelOther).
+	others int
 }
 
 func (d *handDecoder) space() {
@@ -172,6 +175,21 @@ func (d *handDecoder) unknown(key []byte, names []string) bool {
 		}
 	}
 	return d.skip()
+}
+
+// topLevelOther reads the value of a member of a request's top-level
+// object that is no field of names, counting it in others unless it is
+// model (which the gateway reads itself) or null.
+func (d *handDecoder) topLevelOther(key []byte, names []string) bool {
+	d.space()
+	start := d.i
+	if !d.unknown(key, names) {
+		return false
+	}
+	if string(key) != "model" && string(d.b[start:d.i]) != "null" {
+		d.others++
+	}
+	return true
 }
 
 func sameIgnoringDelims(key []byte, name string) bool {

@@ -59,7 +59,7 @@ func (d *handDecoder) oaRequestIn(r *oaRequestIn) bool {
 				return d.unknown(key, includeUsageField)
 			})
 		}
-		return d.unknown(key, oaRequestInFields)
+		return d.topLevelOther(key, oaRequestInFields)
 	})
 }
 
@@ -399,7 +399,7 @@ func (d *handDecoder) anRequestIn(r *anRequestIn) bool {
 		case "metadata":
 			return once(&seen, 9) && d.rawMap(&r.Metadata)
 		}
-		return d.unknown(key, anRequestInFields)
+		return d.topLevelOther(key, anRequestInFields)
 	})
 }
 

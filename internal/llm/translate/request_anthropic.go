@@ -152,10 +152,13 @@ func (t *reqTranslation) anthropicToOpenAI(body []byte, model string) ([]byte, b
 // translates to.
 func (t *reqTranslation) openAIRequest(body []byte, model string) (*oaRequest, error) {
 	var in anRequestIn
-	if err := decodeBody(body, &in); err != nil {
+	others, err := decodeAnthropicRequest(body, &in)
+	if err != nil {
 		return nil, err
 	}
-	t.dropUnknown(body, anthropicFieldsHandled)
+	if others {
+		t.dropUnknown(body, anthropicFieldsHandled)
+	}
 	req := oaRequest{Model: model, Stream: in.Stream, Temperature: in.Temperature, TopP: in.TopP, Stop: in.StopSequences}
 	if in.Stream {
 		// Without it an OpenAI stream carries no usage, and message_delta

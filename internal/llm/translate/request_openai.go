@@ -180,7 +180,8 @@ func (t *reqTranslation) openAIToAnthropic(body []byte, model string) ([]byte, b
 // it translates to.
 func (t *reqTranslation) anthropicRequest(body []byte, model string) (*anRequest, error) {
 	var in oaRequestIn
-	if err := decodeBody(body, &in); err != nil {
+	others, err := decodeOpenAIRequest(body, &in)
+	if err != nil {
 		return nil, err
 	}
 	if !isNull(in.Functions) {
@@ -189,7 +190,9 @@ func (t *reqTranslation) anthropicRequest(body []byte, model string) (*anRequest
 	if !isNull(in.FunctionCall) {
 		return nil, badRequest("function_call", "function_call is the legacy function-calling API, which Strait does not translate; use tool_choice")
 	}
-	t.dropUnknown(body, openAIFieldsHandled)
+	if others {
+		t.dropUnknown(body, openAIFieldsHandled)
+	}
 	t.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 	req := anRequest{Model: model, Stream: in.Stream, StopSequences: in.Stop, TopP: in.TopP}
 

@@ -176,6 +176,29 @@ func decodeBody(body []byte, v any) error {
 	return nil
 }
 
+// decodeOpenAIRequest and decodeAnthropicRequest are decodeBody for a
+// request to translate, in a zero value, decoded by hand if it can be.
+// others reports whether the body may have top-level members that are
+// neither fields nor model (and not null): only then need they be looked
+// for.
+func decodeOpenAIRequest(body []byte, in *oaRequestIn) (others bool, err error) {
+	d := handDecoder{b: body}
+	if d.oaRequestIn(in) && d.end() {
+		return d.others > 0, nil
+	}
+	*in = oaRequestIn{}
+	return true, decodeBody(body, in)
+}
+
+func decodeAnthropicRequest(body []byte, in *anRequestIn) (others bool, err error) {
+	d := handDecoder{b: body}
+	if d.anRequestIn(in) && d.end() {
+		return d.others > 0, nil
+	}
+	*in = anRequestIn{}
+	return true, decodeBody(body, in)
+}
+
 // replaceModel sets the top-level "model" of body to model, keeping every
 // other byte of the body as it is.
 func replaceModel(body []byte, model string) ([]byte, error) {

@@ -306,4 +306,23 @@ func TestBenchLLM(t *testing.T) {
 	if !strings.Contains(stdout, "| stream | openai→anthropic | 100.0% |") || strings.Contains(stdout, "does not count") {
 		t.Errorf("llm-layers table:\n%s", stdout)
 	}
+
+	// The same over h2c, the gateway's listener served by Strait's own
+	// HTTP/2 server.
+	stdout, stderr, code = runStrait(t, 2*time.Minute, "bench", "llm-layers", "--strait", straitBin,
+		"--mock-port", strconv.Itoa(ports), "--gateway-port", strconv.Itoa(ports+1), "--pairs", "anthropic>openai",
+		"--modes", "json,stream", "--rate", "30", "--latency", "100ms", "--warmup", "500ms", "--duration", "2s", "--quiet",
+		"--h2c", "--conns", "2", "--http2-server", "strait")
+	if code != 0 {
+		t.Fatalf("bench llm-layers --http2-server strait: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, mode := range []string{"json", "stream"} {
+		if !strings.Contains(stdout, "| "+mode+" | anthropic→openai | 100.0% |") {
+			t.Errorf("llm-layers table with --http2-server strait, %s:\n%s", mode, stdout)
+		}
+	}
+	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--http2-server", "x/net")
+	if code == 0 || !strings.Contains(stderr, "--http2-server") {
+		t.Errorf("--http2-server x/net: exit %d, stderr %q; want a refusal naming the flag", code, stderr)
+	}
 }

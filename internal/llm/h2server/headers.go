@@ -330,6 +330,7 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 		req.Body = &st.body
 		req.ContentLength = declared
 	}
+	st.expectContinue = !ended && strings.EqualFold(h.Get("Expect"), "100-continue")
 	st.req = req.WithContext(st.ctx)
 	st.head = method == http.MethodHead
 	return st, nil

@@ -629,3 +629,19 @@ func TestShutdownTimesOutThenCloses(t *testing.T) {
 	}
 	c.expectEnd()
 }
+
+func TestExpectContinue(t *testing.T) {
+	addr := rawServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		io.WriteString(w, string(b))
+	})})
+	c := dialRaw(t, addr, false)
+	c.request(1, false, ":method", "POST", ":scheme", "http", ":path", "/", "expect", "100-continue")
+	c.expectStatus(1, "100") // before any of the body was sent
+	c.fr.WriteData(1, true, []byte("body"))
+	c.expectStatus(1, "200")
+	f := c.until("the body", func(f http2.Frame) bool { _, ok := f.(*http2.DataFrame); return ok }).(*http2.DataFrame)
+	if string(f.Data()) != "body" {
+		t.Fatalf("body %q", f.Data())
+	}
+}

@@ -30,6 +30,9 @@ type stream struct {
 	cancel context.CancelFunc
 	body   body
 	head   bool // a HEAD request: the response has no body
+	// expectContinue: the client waits for 100 Continue before its body
+	// (RFC 9110, 10.1.1), sent when the handler first reads it.
+	expectContinue bool
 
 	// Under c.mu.
 	cond        sync.Cond // signalled when the body grows or ends, or the stream ends
@@ -458,6 +461,23 @@ func (st *stream) writeData(p []byte, endStream bool) error {
 	return c.writeLocked()
 }
 
+// writeContinue sends 100 Continue, unless the response has begun.
+func (st *stream) writeContinue() {
+	if st.sentHeaders {
+		return
+	}
+	c := st.c
+	maxFrame := c.maxFrame()
+	c.wmu.Lock()
+	if !st.ended {
+		c.hencBuf.Reset()
+		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "100"})
+		c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), false, maxFrame)
+		_ = c.writeLocked()
+	}
+	c.wmu.Unlock()
+}
+
 // endedErr is a write's error once the stream has ended on the wire.
 func (st *stream) endedErr() error {
 	c := st.c
@@ -513,6 +533,10 @@ type body struct{ st *stream }
 func (b *body) Read(p []byte) (int, error) {
 	st := b.st
 	c := st.c
+	if st.expectContinue {
+		st.expectContinue = false
+		st.writeContinue()
+	}
 	c.mu.Lock()
 	for {
 		if st.bodyClosed {

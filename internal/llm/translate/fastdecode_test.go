@@ -193,3 +193,15 @@ func TestHandDecodedRequestsNameDroppedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestHandDecoderGivesUpOnDeepNesting checks that a value nested past
+// encoding/json's limit, which it refuses, is not accepted by hand.
+func TestHandDecoderGivesUpOnDeepNesting(t *testing.T) {
+	deep := `{"messages":[{"role":"user","content":"x"}],"seed":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + "}"
+	if json.Unmarshal([]byte(deep), new(oaRequestIn)) == nil {
+		t.Fatal("encoding/json took a value nested 10,001 deep; the premise of this test is gone")
+	}
+	if decodeByHand([]byte(deep), new(oaRequestIn)) {
+		t.Error("the hand decoder took a value nested deeper than encoding/json allows")
+	}
+}

@@ -592,6 +592,11 @@ func (d *handDecoder) raw(r *json.RawMessage) bool {
 	return true
 }
 
+// maxSkipDepth is how deeply skip follows nested values before it gives
+// up, well inside encoding/json's own limit (10,000), which refuses a
+// document nested deeper.
+const maxSkipDepth = 1000
+
 // skip reads and checks any value. Strings with invalid UTF-8 are given
 // up, so that only what encoding/json keeps byte for byte is accepted.
 func (d *handDecoder) skip() bool {
@@ -609,6 +614,9 @@ func (d *handDecoder) skip() bool {
 			if !d.skipKey() {
 				return false
 			}
+			if len(nest) == maxSkipDepth {
+				return false
+			}
 			nest = append(nest, '{')
 			continue
 		case '[':
@@ -616,6 +624,9 @@ func (d *handDecoder) skip() bool {
 			if d.peek() == ']' {
 				d.i++
 				break
+			}
+			if len(nest) == maxSkipDepth {
+				return false
 			}
 			nest = append(nest, '[')
 			continue

@@ -107,6 +107,8 @@ type conn struct {
 	lingering   atomic.Bool // the connection is ending cleanly: see linger
 	idleSince   time.Time
 	idleTimer   *time.Timer
+
+	handlers sync.WaitGroup // the streams' handlers running
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -153,6 +155,9 @@ func (c *conn) serve(prefaceRead bool) error {
 		err = nil
 	}
 	c.close(err)
+	// Every stream's context is cancelled: the handlers return, and the
+	// connection is not done until they have.
+	c.handlers.Wait()
 	return err
 }
 

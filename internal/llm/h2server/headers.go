@@ -209,6 +209,7 @@ func (c *conn) block() error {
 	}
 	c.streams[id] = st
 	c.mu.Unlock()
+	c.handlers.Add(1)
 	go st.run()
 	return nil
 }

@@ -110,6 +110,7 @@ func (st *stream) sendRST(code http2.ErrCode) {
 
 // run runs the handler and ends the stream.
 func (st *stream) run() {
+	defer st.c.handlers.Done()
 	st.clen = -1
 	panicked := true
 	defer func() {

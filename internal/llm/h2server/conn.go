@@ -601,12 +601,15 @@ func (c *conn) data(f *http2.DataFrame) error {
 	case code != 0xffffffff && st != nil:
 		return c.resetStream(st, code)
 	case st == nil:
-		// A closed stream: DATA may still be in flight after a reset,
-		// but a stream of them costs an answer each.
-		if err := c.idleFrame(); err != nil {
-			return err
+		// A closed stream: DATA may still be in flight after a reset or
+		// an early answer, up to the stream's window, so it is not counted
+		// as a reset; an empty one is counted as a frame carrying nothing.
+		if len(p) == 0 {
+			if err := c.idleFrame(); err != nil {
+				return err
+			}
 		}
-		return c.refuse(f.StreamID, http2.ErrCodeStreamClosed)
+		return c.writeFrames(func(b []byte) []byte { return appendRSTStream(b, f.StreamID, http2.ErrCodeStreamClosed) })
 	case len(p) == 0 && !f.StreamEnded():
 		return c.idleFrame()
 	}

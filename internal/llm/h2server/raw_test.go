@@ -645,3 +645,21 @@ func TestExpectContinue(t *testing.T) {
 		t.Fatalf("body %q", f.Data())
 	}
 }
+
+// An answer sent before the whole body arrived is followed by RST_STREAM
+// NO_ERROR, so that the client stops sending (RFC 9113, 8.1); DATA still
+// in flight on that stream is refused without ending the connection.
+func TestEarlyAnswerStopsTheBody(t *testing.T) {
+	addr := rawServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(413)
+	})})
+	c := dialRaw(t, addr, false)
+	c.request(1, false, ":method", "POST", ":scheme", "http", ":path", "/", "content-length", "100000")
+	c.expectStatus(1, "413")
+	c.expectRST(1, http2.ErrCodeNo)
+	for range 2000 {
+		c.fr.WriteData(1, false, make([]byte, 16))
+	}
+	c.request(3, true)
+	c.expectStatus(3, "413")
+}

@@ -229,7 +229,9 @@ func (st *stream) finish() {
 	c.mu.Unlock()
 	st.cancel()
 	if stillSending {
-		st.sendRST(http2.ErrCodeNo)
+		// The answer is complete (or reset): the client may stop sending
+		// its body (RFC 9113, 8.1), whether or not END_STREAM went out.
+		_ = c.writeFrames(func(b []byte) []byte { return appendRSTStream(b, st.id, http2.ErrCodeNo) })
 	}
 	_ = c.giveBack(nil, unread)
 	if drainDone {

@@ -47,8 +47,8 @@ const (
 	maxResetsBase = 1000
 	// WINDOW_UPDATE frames may be a few per stream opened, plus this.
 	maxWindowUpdatesBase = 10000
-	// Empty DATA frames, PRIORITY, unknown frame types and DATA on closed
-	// streams may be one per stream opened, plus this.
+	// Empty DATA frames (on open or closed streams), PRIORITY and unknown
+	// frame types may be one per stream opened, plus this.
 	maxIdleFramesBase = 1000
 )
 

@@ -89,12 +89,17 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h2client", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
 	},
 	{
 		name: "llm/h2client (the provider hop's HTTP/2 client) imports nothing of ours",
 		pkgs: []string{"internal/llm/h2client"},
 		only: nothing,
+	},
+	{
+		name: "llm/h2server (the client hop's HTTP/2 server) builds on writebatch alone",
+		pkgs: []string{"internal/llm/h2server"},
+		only: []string{"internal/writebatch"},
 	},
 	{
 		name: "h2sched (an HTTP/2 write scheduler) and writebatch (batched socket writes) import nothing of ours",

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/straitgw/strait/internal/llm/translate"
@@ -158,4 +159,20 @@ func TestClientBodyClosedBeforeTheProviderIsCalled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldProvider answers once released, holding every request until then, as
+// a provider that takes seconds does.
+type heldProvider struct {
+	arrived sync.WaitGroup
+	release chan struct{}
+	body    []byte
+}
+
+func (p *heldProvider) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	p.arrived.Done()
+	<-p.release
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(p.body)), Request: r}, nil
 }

@@ -59,6 +59,9 @@ func TestRequestAsHandlerSeesIt(t *testing.T) {
 	got := make(chan seen, 1)
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		if _, ok := r.Header["Host"]; ok {
+			t.Error("Host is in the request's Header")
+		}
 		got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, r.Proto, r.Host, r.RemoteAddr, r.RequestURI,
 			r.Header.Get("Cookie"), r.Header.Get("Authorization"), r.ProtoMajor, r.ContentLength, string(b)}
 		w.Header().Set("Content-Type", "application/json")

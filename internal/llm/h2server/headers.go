@@ -262,9 +262,6 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 	if method == "CONNECT" {
 		return nil, errors.New("CONNECT is not served")
 	}
-	if !httpguts.ValidHostHeader(authority) {
-		return nil, errors.New("invalid :authority")
-	}
 	var u *url.URL
 	var err error
 	if path == "*" {
@@ -293,12 +290,18 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 			}
 			declared = int64(v)
 		case "host":
+			// Request.Host holds it, as net/http's servers leave it out
+			// of Header.
 			if authority == "" {
 				authority = f.Value
 			}
+			continue
 		}
 		k := canonicalKey(f.Name)
 		h[k] = append(h[k], f.Value)
+	}
+	if !httpguts.ValidHostHeader(authority) {
+		return nil, errors.New("invalid :authority or host")
 	}
 	if len(cookies) > 0 {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}

@@ -481,6 +481,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"transfer-encoding", base("transfer-encoding", "chunked"), nil},
 		{"te other than trailers", base("te", "gzip"), nil},
 		{"CONNECT", []string{":method", "CONNECT", ":authority", "x:1"}, nil},
+		{"bad authority", []string{":method", "GET", ":scheme", "http", ":path", "/", ":authority", "a b"}, nil},
 		{"bad content-length", base("content-length", "x"), nil},
 		{"body past content-length", []string{":method", "POST", ":scheme", "http", ":path", "/block", "content-length", "3"}, []string{"abcd"}},
 		{"body short of content-length", []string{":method", "POST", ":scheme", "http", ":path", "/block", "content-length", "5"}, []string{"ab"}},

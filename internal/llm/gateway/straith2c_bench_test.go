@@ -43,7 +43,7 @@ func BenchmarkH2CInFlightMemory(b *testing.B) {
 	}
 }
 
-func h2cInFlight(b *testing.B, strait bool, first, n int) (heap, stack float64) {
+func h2cInFlight(b testing.TB, strait bool, first, n int) (heap, stack float64) {
 	prov := &heldProvider{release: make(chan struct{}), body: []byte(openAIJSON("gpt-upstream"))}
 	g := benchGateway(b, prov, slog.LevelWarn)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

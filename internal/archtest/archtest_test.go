@@ -97,13 +97,13 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "llm/h2server (the client hop's HTTP/2 server) builds on writebatch alone",
+		name: "llm/h2server (the client hop's HTTP/2 server) builds on writebatch and prefacelisten alone",
 		pkgs: []string{"internal/llm/h2server"},
-		only: []string{"internal/writebatch"},
+		only: []string{"internal/writebatch", "internal/prefacelisten"},
 	},
 	{
-		name: "h2sched (an HTTP/2 write scheduler) and writebatch (batched socket writes) import nothing of ours",
-		pkgs: []string{"internal/h2sched", "internal/writebatch"},
+		name: "h2sched (an HTTP/2 write scheduler), writebatch (batched socket writes) and prefacelisten (HTTP/2 prior knowledge sorted from HTTP/1.1) import nothing of ours",
+		pkgs: []string{"internal/h2sched", "internal/writebatch", "internal/prefacelisten"},
 		only: nothing,
 	},
 	{
@@ -114,7 +114,7 @@ var rules = []rule{
 	{
 		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 and socket plumbing",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch", "internal/rawsock"},
+		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
 	},
 	{
 		name: "rawsock (sockets read outside the runtime's poller) imports nothing of ours",

@@ -21,13 +21,13 @@ package h2server
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/straitgw/strait/internal/prefacelisten"
 	"github.com/straitgw/strait/internal/writebatch"
 )
 
@@ -216,166 +216,43 @@ func (s *Server) connsLocked() []*conn {
 }
 
 // Preface is how an HTTP/2 client with prior knowledge begins.
-const Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+const Preface = prefacelisten.Preface
 
 // Listener sorts the connections of a cleartext listener: those that open
 // with the HTTP/2 preface are served by the Server, every other one
 // (HTTP/1.1, including its Upgrade: h2c) is returned by Accept with the
-// bytes read to tell them apart handed back first, for net/http. Each new
-// connection is read on a goroutine of its own until it is sorted, so a
-// slow client delays no other.
+// bytes read to tell them apart handed back first, for net/http
+// (prefacelisten).
 type Listener struct {
-	net.Listener
-	s     *Server
-	ready chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-	err   error         // the Accept error, once ended is closed
-	ended chan struct{} // closed when the accept loop returns
-
-	mu       sync.Mutex
-	sniffing map[net.Conn]struct{}
-	wg       sync.WaitGroup
+	*prefacelisten.Listener
+	s *Server
 }
 
 // Listen returns a Listener sorting ln's connections. Closing it (or the
 // Server's Shutdown or Close) closes ln.
 func (s *Server) Listen(ln net.Listener) *Listener {
-	l := &Listener{Listener: ln, s: s, ready: make(chan net.Conn), done: make(chan struct{}),
-		ended: make(chan struct{}), sniffing: map[net.Conn]struct{}{}}
+	l := &Listener{s: s}
+	l.Listener = prefacelisten.New(ln, orDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout), func(c net.Conn) bool {
+		go s.ServeConn(c, true)
+		return true
+	})
 	s.mu.Lock()
 	s.init()
 	closed := s.shutdown
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
-	l.wg.Add(1)
-	go l.acceptLoop()
 	if closed {
 		l.Close()
 	}
 	return l
 }
 
-func (l *Listener) acceptLoop() {
-	defer l.wg.Done()
-	defer close(l.ended)
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			l.err = err
-			return
-		}
-		l.mu.Lock()
-		select {
-		case <-l.done:
-			l.mu.Unlock()
-			c.Close()
-			continue
-		default:
-		}
-		l.sniffing[c] = struct{}{}
-		l.wg.Add(1)
-		l.mu.Unlock()
-		go l.sniff(c)
-	}
-}
-
-// sniff reads the connection's first bytes, no further than the preface,
-// and sends the connection where they say it belongs.
-func (l *Listener) sniff(c net.Conn) {
-	defer l.wg.Done()
-	_ = c.SetReadDeadline(time.Now().Add(orDefault(l.s.ReadHeaderTimeout, DefaultReadHeaderTimeout)))
-	var head [len(Preface)]byte
-	n := 0
-	var err error
-	for n < len(head) {
-		var k int
-		k, err = c.Read(head[n:])
-		n += k
-		if string(head[:n]) != Preface[:n] || err != nil {
-			break
-		}
-	}
-	l.mu.Lock()
-	delete(l.sniffing, c)
-	l.mu.Unlock()
-	_ = c.SetReadDeadline(time.Time{})
-	switch {
-	case n == len(head) && string(head[:]) == Preface:
-		_ = l.s.ServeConn(c, true)
-		return
-	case n == 0, err != nil && string(head[:n]) == Preface[:n]:
-		c.Close() // closed, silent or stalled inside the preface
-		return
-	}
-	rc := &replayConn{Conn: c, head: append([]byte(nil), head[:n]...)}
-	select {
-	case l.ready <- rc:
-	case <-l.done:
-		c.Close()
-	}
-}
-
-// Accept returns the next connection that is not HTTP/2 with prior
-// knowledge.
-func (l *Listener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ready:
-		return c, nil
-	case <-l.ended:
-		return nil, l.err
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
 // Close stops accepting and drops the connections not yet sorted. The
 // connections being served are the Server's to end.
 func (l *Listener) Close() error {
-	var err error
-	l.once.Do(func() {
-		l.mu.Lock()
-		close(l.done)
-		for c := range l.sniffing {
-			c.Close()
-		}
-		l.mu.Unlock()
-		err = l.Listener.Close()
-		l.s.mu.Lock()
-		delete(l.s.listeners, l)
-		l.s.mu.Unlock()
-	})
+	err := l.Listener.Close()
+	l.s.mu.Lock()
+	delete(l.s.listeners, l)
+	l.s.mu.Unlock()
 	return err
 }
-
-// replayConn is a connection whose first bytes, already read, are read
-// again.
-type replayConn struct {
-	net.Conn
-	head []byte
-}
-
-func (c *replayConn) Read(p []byte) (int, error) {
-	if len(c.head) > 0 {
-		n := copy(p, c.head)
-		c.head = c.head[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// CloseWrite lets net/http half-close the connection, as it does with a
-// plain TCP connection.
-func (c *replayConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
-var _ io.Reader = (*replayConn)(nil)

@@ -92,18 +92,18 @@ var rules = []rule{
 		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
 	},
 	{
-		name: "llm/h2client (the provider hop's HTTP/2 client) imports nothing of ours",
+		name: "llm/h2client (the provider hop's HTTP/2 client) builds on h2frames alone",
 		pkgs: []string{"internal/llm/h2client"},
-		only: nothing,
+		only: []string{"internal/h2frames"},
 	},
 	{
-		name: "llm/h2server (the client hop's HTTP/2 server) builds on writebatch and prefacelisten alone",
+		name: "llm/h2server (the client hop's HTTP/2 server) builds on h2frames, writebatch and prefacelisten alone",
 		pkgs: []string{"internal/llm/h2server"},
-		only: []string{"internal/writebatch", "internal/prefacelisten"},
+		only: []string{"internal/h2frames", "internal/writebatch", "internal/prefacelisten"},
 	},
 	{
-		name: "h2sched (an HTTP/2 write scheduler), writebatch (batched socket writes) and prefacelisten (HTTP/2 prior knowledge sorted from HTTP/1.1) import nothing of ours",
-		pkgs: []string{"internal/h2sched", "internal/writebatch", "internal/prefacelisten"},
+		name: "h2sched (an HTTP/2 write scheduler), writebatch (batched socket writes) and prefacelisten (HTTP/2 prior knowledge sorted from HTTP/1.1) and h2frames (HTTP/2 frames written by hand) import nothing of ours",
+		pkgs: []string{"internal/h2sched", "internal/writebatch", "internal/prefacelisten", "internal/h2frames"},
 		only: nothing,
 	},
 	{

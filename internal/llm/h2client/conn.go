@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -129,13 +130,13 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 	c.fr.ReadMetaHeaders.SetMaxStringLength(maxHeaderListSize)
 
 	b := append([]byte(nil), http2.ClientPreface...)
-	b = appendSettings(b,
+	b = h2frames.AppendSettings(b,
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
 		http2.Setting{ID: http2.SettingMaxFrameSize, Val: maxReadFrameSize},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: maxHeaderListSize},
 	)
-	b = appendWindowUpdate(b, 0, connWindow-65535)
+	b = h2frames.AppendWindowUpdate(b, 0, connWindow-65535)
 	if d, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(d)
 	}
@@ -159,7 +160,7 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 	if err := c.applySettings(sf); err != nil {
 		return nil, &ConnError{Addr: c.addr, Err: err}
 	}
-	if _, err := nc.Write(appendSettingsAck(nil)); err != nil {
+	if _, err := nc.Write(h2frames.AppendSettingsAck(nil)); err != nil {
 		return nil, c.setupErr(ctx, err)
 	}
 	c.idleSince = time.Now()
@@ -280,7 +281,7 @@ func (c *conn) closeIfIdle(d time.Duration) {
 	c.t.mu.Unlock()
 	c.t.remove(c)
 	c.wmu.Lock()
-	c.nc.Write(appendGoAway(nil, 0, http2.ErrCodeNo, ""))
+	c.nc.Write(h2frames.AppendGoAway(nil, 0, http2.ErrCodeNo, ""))
 	c.wmu.Unlock()
 	c.nc.Close()
 }
@@ -308,7 +309,7 @@ func (c *conn) fail(err error, code http2.ErrCode) {
 	c.t.remove(c)
 	if code != http2.ErrCodeNo {
 		c.wmu.Lock()
-		c.nc.Write(appendGoAway(nil, 0, code, err.Error()))
+		c.nc.Write(h2frames.AppendGoAway(nil, 0, code, err.Error()))
 		c.wmu.Unlock()
 	}
 	c.nc.Close()
@@ -394,13 +395,13 @@ func (c *conn) handle(f http2.Frame) error {
 			}
 			return protoErr("%v", err)
 		}
-		c.write(appendSettingsAck)
+		c.write(h2frames.AppendSettingsAck)
 		c.t.streamFreed()
 		return nil
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			data := f.Data
-			c.write(func(b []byte) []byte { return appendPingAck(b, data) })
+			c.write(func(b []byte) []byte { return h2frames.AppendPingAck(b, data) })
 		}
 		return nil
 	case *http2.GoAwayFrame:
@@ -491,7 +492,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.streamError(f.StreamID, http2.ErrCodeProtocol, serr)
 	}
 	if incr > 0 {
-		c.write(func(b []byte) []byte { return appendWindowUpdate(b, 0, incr) })
+		c.write(func(b []byte) []byte { return h2frames.AppendWindowUpdate(b, 0, incr) })
 	}
 	return nil
 }
@@ -558,7 +559,7 @@ func (c *conn) streamError(id uint32, code http2.ErrCode, err error) {
 		c.closeStream(s)
 	}
 	c.unlock()
-	c.write(func(b []byte) []byte { return appendRSTStream(b, id, code) })
+	c.write(func(b []byte) []byte { return h2frames.AppendRSTStream(b, id, code) })
 }
 
 // closeStream removes s from c; c.mu is held.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -189,7 +190,7 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 		var n [20]byte
 		enc.WriteField(hpack.HeaderField{Name: "content-length", Value: string(strconv.AppendInt(n[:0], req.ContentLength, 10))})
 	}
-	c.wbuf = appendHeaderBlock(c.wbuf[:0], s.id, c.hbuf.b, endStream, maxFrame)
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], s.id, c.hbuf.b, endStream, maxFrame)
 	return nil
 }
 
@@ -274,7 +275,7 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 		}
 
 		at := len(c.wbuf)
-		c.wbuf = appendFrameHeader(c.wbuf, 0, http2.FrameData, 0, s.id)
+		c.wbuf = h2frames.AppendHeader(c.wbuf, 0, http2.FrameData, 0, s.id)
 		start := len(c.wbuf)
 		c.wbuf = grow(c.wbuf, n)
 		got, err := readFull(body, c.wbuf[start:start+n])
@@ -287,7 +288,7 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 			c.write2RST(s.id)
 			return fmt.Errorf("reading the request body: %w", err)
 		}
-		putFrameLength(c.wbuf, at, got)
+		h2frames.PutLength(c.wbuf, at, got)
 		if eof {
 			c.wbuf[at+4] |= byte(http2.FlagDataEndStream)
 		}
@@ -302,7 +303,7 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 // write2RST appends an RST_STREAM(CANCEL) for id and writes it; wmu is
 // held.
 func (c *conn) write2RST(id uint32) {
-	c.wbuf = appendRSTStream(c.wbuf, id, http2.ErrCodeCancel)
+	c.wbuf = h2frames.AppendRSTStream(c.wbuf, id, http2.ErrCodeCancel)
 	c.flushLocked()
 }
 
@@ -374,7 +375,7 @@ func (s *stream) cancel(err error) {
 	c.closeStream(s)
 	id := s.id
 	c.unlock()
-	c.write(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeCancel) })
+	c.write(func(b []byte) []byte { return h2frames.AppendRSTStream(b, id, http2.ErrCodeCancel) })
 }
 
 // onHeaders takes a HEADERS block for s; c.mu is held. An error is a
@@ -566,10 +567,10 @@ func (b *body) Read(p []byte) (int, error) {
 		if sIncr > 0 || cIncr > 0 {
 			c.write(func(b []byte) []byte {
 				if sIncr > 0 {
-					b = appendWindowUpdate(b, id, sIncr)
+					b = h2frames.AppendWindowUpdate(b, id, sIncr)
 				}
 				if cIncr > 0 {
-					b = appendWindowUpdate(b, 0, cIncr)
+					b = h2frames.AppendWindowUpdate(b, 0, cIncr)
 				}
 				return b
 			})
@@ -600,7 +601,7 @@ func (b *body) Close() error {
 	incr := c.takeConnUpdate()
 	c.mu.Unlock()
 	if incr > 0 {
-		c.write(func(b []byte) []byte { return appendWindowUpdate(b, 0, incr) })
+		c.write(func(b []byte) []byte { return h2frames.AppendWindowUpdate(b, 0, incr) })
 	}
 	return nil
 }

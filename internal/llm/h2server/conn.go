@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -209,12 +210,12 @@ func (c *conn) start(prefaceRead bool) error {
 		}
 	}
 	c.wmu.Lock()
-	c.wbuf = appendSettings(c.wbuf[:0],
+	c.wbuf = h2frames.AppendSettings(c.wbuf[:0],
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(c.s.maxStreams())},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(c.s.maxHeaderBytes())},
 	)
-	c.wbuf = appendWindowUpdate(c.wbuf, 0, connWindow-65535)
+	c.wbuf = h2frames.AppendWindowUpdate(c.wbuf, 0, connWindow-65535)
 	err := c.writeLocked()
 	c.wmu.Unlock()
 	if err != nil {
@@ -312,7 +313,7 @@ func (c *conn) goAway(code http2.ErrCode, why string) error {
 	last := c.maxClientID
 	c.mu.Unlock()
 	c.log.Debug("HTTP/2: closing a client's connection", "remote", c.remote, "code", code.String(), "detail", why)
-	_ = c.writeFrames(func(b []byte) []byte { return appendGoAway(b, last, code, "") })
+	_ = c.writeFrames(func(b []byte) []byte { return h2frames.AppendGoAway(b, last, code, "") })
 	return errGoneAway
 }
 
@@ -328,7 +329,7 @@ func (c *conn) drain() {
 	last := c.maxClientID
 	idle := len(c.streams) == 0
 	c.mu.Unlock()
-	_ = c.writeFrames(func(b []byte) []byte { return appendGoAway(b, last, http2.ErrCodeNo, "") })
+	_ = c.writeFrames(func(b []byte) []byte { return h2frames.AppendGoAway(b, last, http2.ErrCodeNo, "") })
 	if idle {
 		c.closeGracefully()
 	}
@@ -378,7 +379,7 @@ func (c *conn) refuse(id uint32, code http2.ErrCode) error {
 	if err := c.countReset(); err != nil {
 		return err
 	}
-	return c.writeFrames(func(b []byte) []byte { return appendRSTStream(b, id, code) })
+	return c.writeFrames(func(b []byte) []byte { return h2frames.AppendRSTStream(b, id, code) })
 }
 
 // countReset counts a reset, and ends the connection past the limit.
@@ -438,7 +439,7 @@ func (c *conn) handle(f http2.Frame) error {
 		if err := c.calm(c.floods.pings.add(time.Now(), c.fwindow), maxPings, "PING frames"); err != nil {
 			return err
 		}
-		return c.writeFrames(func(b []byte) []byte { return appendPingAck(b, f.Data) })
+		return c.writeFrames(func(b []byte) []byte { return h2frames.AppendPingAck(b, f.Data) })
 	case *http2.RSTStreamFrame:
 		c.mu.Lock()
 		st, idle := c.streams[f.StreamID], f.StreamID > c.maxClientID
@@ -515,7 +516,7 @@ func (c *conn) settings(f *http2.SettingsFrame) error {
 	if setTable {
 		c.henc.SetMaxDynamicTableSizeLimit(tableSize)
 	}
-	c.wbuf = appendSettingsAck(c.wbuf[:0])
+	c.wbuf = h2frames.AppendSettingsAck(c.wbuf[:0])
 	err = c.writeLocked()
 	c.wmu.Unlock()
 	return err
@@ -609,7 +610,7 @@ func (c *conn) data(f *http2.DataFrame) error {
 				return err
 			}
 		}
-		return c.writeFrames(func(b []byte) []byte { return appendRSTStream(b, f.StreamID, http2.ErrCodeStreamClosed) })
+		return c.writeFrames(func(b []byte) []byte { return h2frames.AppendRSTStream(b, f.StreamID, http2.ErrCodeStreamClosed) })
 	case len(p) == 0 && !f.StreamEnded():
 		return c.idleFrame()
 	}
@@ -646,10 +647,10 @@ func (c *conn) giveBack(st *stream, n int64) error {
 	}
 	return c.writeFrames(func(b []byte) []byte {
 		if connInc > 0 {
-			b = appendWindowUpdate(b, 0, uint32(connInc))
+			b = h2frames.AppendWindowUpdate(b, 0, uint32(connInc))
 		}
 		if streamInc > 0 {
-			b = appendWindowUpdate(b, st.id, uint32(streamInc))
+			b = h2frames.AppendWindowUpdate(b, st.id, uint32(streamInc))
 		}
 		return b
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -220,9 +221,9 @@ func (c *conn) tooLarge(id uint32, ended bool) error {
 	c.wmu.Lock()
 	c.hencBuf.Reset()
 	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
-	c.wbuf = appendHeaderBlock(c.wbuf[:0], id, c.hencBuf.Bytes(), true, c.maxFrame())
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], id, c.hencBuf.Bytes(), true, c.maxFrame())
 	if !ended {
-		c.wbuf = appendRSTStream(c.wbuf, id, http2.ErrCodeNo)
+		c.wbuf = h2frames.AppendRSTStream(c.wbuf, id, http2.ErrCodeNo)
 	}
 	err := c.writeLocked()
 	c.wmu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -102,7 +103,7 @@ func (st *stream) sendRST(code http2.ErrCode) {
 	c.wmu.Lock()
 	if !st.ended {
 		st.ended = true
-		c.wbuf = appendRSTStream(c.wbuf[:0], st.id, code)
+		c.wbuf = h2frames.AppendRSTStream(c.wbuf[:0], st.id, code)
 		_ = c.writeLocked()
 	}
 	c.wmu.Unlock()
@@ -163,9 +164,9 @@ func (st *stream) endResponse() {
 				for _, f := range trailers {
 					c.henc.WriteField(f)
 				}
-				c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), true, maxFrame)
+				c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), true, maxFrame)
 			} else {
-				c.wbuf = appendData(c.wbuf[:0], st.id, nil, true)
+				c.wbuf = h2frames.AppendData(c.wbuf[:0], st.id, nil, true)
 			}
 			_ = c.writeLocked()
 		}
@@ -231,7 +232,7 @@ func (st *stream) finish() {
 	if stillSending {
 		// The answer is complete (or reset): the client may stop sending
 		// its body (RFC 9113, 8.1), whether or not END_STREAM went out.
-		_ = c.writeFrames(func(b []byte) []byte { return appendRSTStream(b, st.id, http2.ErrCodeNo) })
+		_ = c.writeFrames(func(b []byte) []byte { return h2frames.AppendRSTStream(b, st.id, http2.ErrCodeNo) })
 	}
 	_ = c.giveBack(nil, unread)
 	if drainDone {
@@ -438,7 +439,7 @@ func (st *stream) writeHeaders(endStream bool) error {
 			c.henc.WriteField(hpack.HeaderField{Name: name, Value: v})
 		}
 	}
-	c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), endStream, maxFrame)
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), endStream, maxFrame)
 	if endStream {
 		st.ended = true
 	}
@@ -460,7 +461,7 @@ func (st *stream) writeData(p []byte, endStream bool) error {
 	if endStream {
 		st.ended = true
 	}
-	c.wbuf = appendData(c.wbuf[:0], st.id, p, endStream)
+	c.wbuf = h2frames.AppendData(c.wbuf[:0], st.id, p, endStream)
 	return c.writeLocked()
 }
 
@@ -475,7 +476,7 @@ func (st *stream) writeContinue() {
 	if !st.ended {
 		c.hencBuf.Reset()
 		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "100"})
-		c.wbuf = appendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), false, maxFrame)
+		c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), false, maxFrame)
 		_ = c.writeLocked()
 	}
 	c.wmu.Unlock()

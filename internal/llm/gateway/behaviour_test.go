@@ -922,73 +922,89 @@ func TestPanicIsContained(t *testing.T) {
 
 func TestShutdown(t *testing.T) {
 	t.Run("drains a stream in flight", func(t *testing.T) {
-		h := newHarness(t, harnessConfig{})
-		release := make(chan struct{})
-		events := anthropicEvents("claude-x")
-		h.anthropic.setHandler(func(w http.ResponseWriter, r *http.Request, _ []byte) {
-			writeEvents(w, events[:2])
-			select {
-			case <-release:
-			case <-time.After(waitLimit):
-			}
-			for _, e := range events[2:] {
-				io.WriteString(w, e)
-				w.(http.Flusher).Flush()
-			}
-		})
-		resp := h.post(t, client(false), translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
-		eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
-		done := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-			defer cancel()
-			done <- h.g.Shutdown(ctx)
-		}()
-		eventually(t, "readiness to fail", func() bool { return h.g.Ready() != nil })
-		eventually(t, "the listener to close", func() bool {
-			conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.url, "http://"), time.Second)
-			if err == nil {
-				conn.Close()
-			}
-			return err != nil
-		})
-		select {
-		case err := <-done:
-			t.Fatalf("Shutdown returned (%v) with a stream in flight", err)
-		default:
-		}
-		close(release)
-		rp := read(t, translate.Anthropic, resp)
-		if !rp.done || rp.text != "Paris." {
-			t.Errorf("the drained stream: done %v text %q\n%s", rp.done, rp.text, rp.raw)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
+		shutdownDrains(t, harnessConfig{}, client(false), 0, nil)
 	})
-
 	t.Run("aborts what outlives the deadline", func(t *testing.T) {
-		h := newHarness(t, harnessConfig{})
-		cancelled := make(chan struct{}, 1)
-		h.anthropic.setHandler(blockUntilCancelled(cancelled, anthropicEvents("claude-x")[:2]))
-		resp := h.post(t, client(false), translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
-		eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
-		err := h.g.Shutdown(ctx)
-		if err == nil || !strings.Contains(err.Error(), "1 requests in flight") {
-			t.Errorf("Shutdown: %v, want an error counting the aborted request", err)
-		}
-		rp := read(t, translate.Anthropic, resp)
-		if rp.done {
-			t.Error("an aborted stream ended cleanly")
-		}
+		shutdownAborts(t, harnessConfig{}, client(false))
+	})
+}
+
+// shutdownDrains checks that Shutdown, called with a stream in flight from
+// c, fails readiness and closes the listener at once, lets the stream end
+// in full (over protocol major version wantProto, if not 0), and then
+// returns nil. afterwards, if set, runs once it has.
+func shutdownDrains(t *testing.T, hc harnessConfig, c *http.Client, wantProto int, afterwards func(*harness)) {
+	h := newHarness(t, hc)
+	release := make(chan struct{})
+	events := anthropicEvents("claude-x")
+	h.anthropic.setHandler(func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		writeEvents(w, events[:2])
 		select {
-		case <-cancelled:
+		case <-release:
 		case <-time.After(waitLimit):
-			t.Fatal("the provider request was not cancelled")
+		}
+		for _, e := range events[2:] {
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
 		}
 	})
+	resp := h.post(t, c, translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
+	eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		done <- h.g.Shutdown(ctx)
+	}()
+	eventually(t, "readiness to fail", func() bool { return h.g.Ready() != nil })
+	eventually(t, "the listener to close", func() bool {
+		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.url, "http://"), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) with a stream in flight", err)
+	default:
+	}
+	close(release)
+	rp := read(t, translate.Anthropic, resp)
+	if !rp.done || rp.text != "Paris." || (wantProto != 0 && rp.protoMaj != wantProto) {
+		t.Errorf("the drained stream: done %v text %q proto %d\n%s", rp.done, rp.text, rp.protoMaj, rp.raw)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if afterwards != nil {
+		afterwards(h)
+	}
+}
+
+// shutdownAborts checks that Shutdown aborts a stream from c that outlives
+// its deadline, says so in its error, and cancels the provider's request.
+func shutdownAborts(t *testing.T, hc harnessConfig, c *http.Client) {
+	h := newHarness(t, hc)
+	cancelled := make(chan struct{}, 1)
+	h.anthropic.setHandler(blockUntilCancelled(cancelled, anthropicEvents("claude-x")[:2]))
+	resp := h.post(t, c, translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
+	eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := h.g.Shutdown(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 requests in flight") {
+		t.Errorf("Shutdown: %v, want an error counting the aborted request", err)
+	}
+	rp := read(t, translate.Anthropic, resp)
+	if rp.done {
+		t.Error("an aborted stream ended cleanly")
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(waitLimit):
+		t.Fatal("the provider request was not cancelled")
+	}
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {

@@ -161,77 +161,18 @@ func TestH2CServersSDKs(t *testing.T) {
 // that outlive its deadline, and closes the connections.
 func TestH2CServersShutdown(t *testing.T) {
 	for _, srv := range h2Servers {
+		hc := harnessConfig{listener: Listener{StraitH2C: srv.strait}}
 		t.Run(srv.name+"/drains a stream in flight", func(t *testing.T) {
-			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}})
-			release := make(chan struct{})
-			events := anthropicEvents("claude-x")
-			h.anthropic.setHandler(func(w http.ResponseWriter, r *http.Request, _ []byte) {
-				writeEvents(w, events[:2])
-				select {
-				case <-release:
-				case <-time.After(waitLimit):
-				}
-				for _, e := range events[2:] {
-					io.WriteString(w, e)
-					w.(http.Flusher).Flush()
-				}
-			})
 			c := xnetH2CClient()
-			resp := h.post(t, c, translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
-			eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
-			done := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-				defer cancel()
-				done <- h.g.Shutdown(ctx)
-			}()
-			eventually(t, "the listener to close", func() bool {
-				conn, err := net.DialTimeout("tcp", strings.TrimPrefix(h.url, "http://"), time.Second)
-				if err == nil {
-					conn.Close()
+			shutdownDrains(t, hc, c, 2, func(h *harness) {
+				// The connection got GOAWAY: the client does not use it again.
+				if _, err := c.Get(h.url + "/v1/models"); err == nil {
+					t.Error("a request after Shutdown was served")
 				}
-				return err != nil
 			})
-			select {
-			case err := <-done:
-				t.Fatalf("Shutdown returned (%v) with a stream in flight", err)
-			default:
-			}
-			close(release)
-			rp := read(t, translate.Anthropic, resp)
-			if !rp.done || rp.text != "Paris." || rp.protoMaj != 2 {
-				t.Errorf("the drained stream: done %v text %q proto %d\n%s", rp.done, rp.text, rp.protoMaj, rp.raw)
-			}
-			if err := <-done; err != nil {
-				t.Errorf("Shutdown: %v", err)
-			}
-			// The connection got GOAWAY: the client does not use it again.
-			if _, err := c.Get(h.url + "/v1/models"); err == nil {
-				t.Error("a request after Shutdown was served")
-			}
 		})
-
 		t.Run(srv.name+"/aborts what outlives the deadline", func(t *testing.T) {
-			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}})
-			cancelled := make(chan struct{}, 1)
-			h.anthropic.setHandler(blockUntilCancelled(cancelled, anthropicEvents("claude-x")[:2]))
-			resp := h.post(t, xnetH2CClient(), translate.Anthropic, "/v1/messages", requestBody(translate.Anthropic, "claude-x", true))
-			eventually(t, "the stream to start", func() bool { return h.g.InFlight() == 1 })
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			err := h.g.Shutdown(ctx)
-			if err == nil || !strings.Contains(err.Error(), "1 requests in flight") {
-				t.Errorf("Shutdown: %v, want an error counting the aborted request", err)
-			}
-			rp := read(t, translate.Anthropic, resp)
-			if rp.done {
-				t.Error("an aborted stream ended cleanly")
-			}
-			select {
-			case <-cancelled:
-			case <-time.After(waitLimit):
-				t.Fatal("the provider request was not cancelled")
-			}
+			shutdownAborts(t, hc, xnetH2CClient())
 		})
 	}
 }

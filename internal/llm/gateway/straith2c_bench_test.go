@@ -3,16 +3,14 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/straitgw/strait/internal/testkit"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -114,97 +112,8 @@ func BenchmarkH2CServe(b *testing.B) {
 			}
 			go g.Serve(ln, Listener{H2C: true, StraitH2C: srv.strait})
 			defer g.Shutdown(context.Background())
-			nc, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			body := []byte(referenceBody)
-			var hb bytes.Buffer
-			enc := hpack.NewEncoder(&hb)
-			for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-				{Name: ":path", Value: "/v1/chat/completions"}, {Name: ":authority", Value: "gateway"},
-				{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: "Bearer " + testKey},
-				{Name: "content-length", Value: strconv.Itoa(len(body))}} {
-				f.Sensitive = true // never indexed: the same bytes every time
-				enc.WriteField(f)
-			}
-			block := append([]byte(nil), hb.Bytes()...)
-			var out bytes.Buffer
-			wfr := http2.NewFramer(&out, nil)
-			out.WriteString(http2.ClientPreface)
-			wfr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
-			wfr.WriteWindowUpdate(0, 1<<31-1-65535)
-			if _, err := nc.Write(out.Bytes()); err != nil {
-				b.Fatal(err)
-			}
-			const depth = 64
-			credits := make(chan struct{}, depth)
-			for range depth {
-				credits <- struct{}{}
-			}
-			done := make(chan error, 1)
-			go func() {
-				rfr := http2.NewFramer(nil, nc)
-				rfr.SetMaxReadFrameSize(1 << 20)
-				for ended := 0; ended < b.N; {
-					f, err := rfr.ReadFrame()
-					if err != nil {
-						done <- err
-						return
-					}
-					switch f := f.(type) {
-					case *http2.SettingsFrame:
-						if !f.IsAck() {
-							nc.Write([]byte{0, 0, 0, 4, 1, 0, 0, 0, 0})
-						}
-					case *http2.GoAwayFrame, *http2.RSTStreamFrame:
-						done <- errors.New("the server reset a request")
-						return
-					}
-					if f.Header().StreamID != 0 && f.Header().Flags.Has(http2.FlagDataEndStream) {
-						ended++
-						credits <- struct{}{}
-					}
-				}
-				done <- nil
-			}()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := processCPU()
-			id := uint32(1)
-			for sent := 0; sent < b.N; {
-				<-credits
-				k := 1
-				for ; k < depth && len(credits) > 0; k++ {
-					<-credits
-				}
-				k = min(k, b.N-sent)
-				out.Reset()
-				for range k {
-					wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
-					wfr.WriteData(id, true, body)
-					id += 2
-				}
-				sent += k
-				if _, err := nc.Write(out.Bytes()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op")
+			testkit.BenchH2CPipeline(b, ln.Addr().String(), testkit.H2CRequest{Authority: "gateway", Path: "/v1/chat/completions",
+				Authorization: "Bearer " + testKey, Body: []byte(referenceBody)})
 		})
 	}
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/straitgw/strait/internal/h2sched"
+	"github.com/straitgw/strait/internal/testkit"
 	"github.com/straitgw/strait/internal/writebatch"
 )
 
@@ -135,7 +134,7 @@ func BenchmarkServe(b *testing.B) {
 				b.SetParallelism(32 / runtime.GOMAXPROCS(0))
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu0 := processCPU()
+				cpu0 := testkit.ProcessCPU()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", bytes.NewReader(jsonRequest))
@@ -151,7 +150,7 @@ func BenchmarkServe(b *testing.B) {
 					}
 				})
 				b.StopTimer()
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op")
+				b.ReportMetric(float64(testkit.ProcessCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op")
 			})
 		}
 	}
@@ -254,15 +253,6 @@ func memInUse() (heap, stack uint64) {
 	return ms.HeapAlloc, ms.StackInuse
 }
 
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkServeRaw is BenchmarkServe with a client that writes its
 // frames by hand and parses only frame headers, so that nearly all the
 // CPU reported per request (cpu-µs/op) is the server's: 64 requests are
@@ -271,87 +261,8 @@ func BenchmarkServeRaw(b *testing.B) {
 	for _, srv := range benchServers {
 		b.Run(srv.name, func(b *testing.B) {
 			addr := srv.serve(b, http.HandlerFunc(jsonHandler))
-			nc, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			var hb bytes.Buffer
-			enc := hpack.NewEncoder(&hb)
-			for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-				{Name: ":path", Value: "/v1/chat/completions"}, {Name: ":authority", Value: addr},
-				{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: "Bearer sk-test"},
-				{Name: "content-length", Value: strconv.Itoa(len(jsonRequest))}} {
-				enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value, Sensitive: true}) // never indexed: the same bytes every time
-			}
-			block := append([]byte(nil), hb.Bytes()...)
-			var out bytes.Buffer
-			wfr := http2.NewFramer(&out, nil)
-			out.WriteString(Preface)
-			wfr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
-			wfr.WriteWindowUpdate(0, 1<<31-1-65535)
-			if _, err := nc.Write(out.Bytes()); err != nil {
-				b.Fatal(err)
-			}
-			const depth = 64
-			credits := make(chan struct{}, depth)
-			for range depth {
-				credits <- struct{}{}
-			}
-			done := make(chan error, 1)
-			go func() {
-				rfr := http2.NewFramer(nil, nc)
-				rfr.SetMaxReadFrameSize(1 << 20)
-				ended := 0
-				for ended < b.N {
-					f, err := rfr.ReadFrame()
-					if err != nil {
-						done <- err
-						return
-					}
-					switch f.(type) {
-					case *http2.SettingsFrame:
-						if !f.(*http2.SettingsFrame).IsAck() {
-							nc.Write([]byte{0, 0, 0, 4, 1, 0, 0, 0, 0})
-						}
-					case *http2.GoAwayFrame, *http2.RSTStreamFrame:
-						done <- errors.New("the server reset a request")
-						return
-					}
-					if f.Header().StreamID != 0 && f.Header().Flags.Has(http2.FlagDataEndStream) {
-						ended++
-						credits <- struct{}{}
-					}
-				}
-				done <- nil
-			}()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := processCPU()
-			id := uint32(1)
-			for sent := 0; sent < b.N; {
-				<-credits
-				out.Reset()
-				k := 1
-				for ; k < depth && len(credits) > 0; k++ {
-					<-credits
-				}
-				k = min(k, b.N-sent)
-				for range k {
-					wfr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
-					wfr.WriteData(id, true, jsonRequest)
-					id += 2
-				}
-				sent += k
-				if _, err := nc.Write(out.Bytes()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N)/1e3, "cpu-µs/op")
+			testkit.BenchH2CPipeline(b, addr, testkit.H2CRequest{Authority: addr, Path: "/v1/chat/completions",
+				Authorization: "Bearer sk-test", Body: jsonRequest})
 		})
 	}
 }

@@ -218,9 +218,11 @@ func Splice(body []byte, start, end int, s string) []byte {
 	return append(out, body[end:]...)
 }
 
-// AppendString appends s as a JSON string, escaping as encoding/json does
-// (invalid UTF-8 becomes U+FFFD; U+2028 and U+2029 are escaped so the output
-// is safe to embed anywhere), without allocating.
+// AppendString appends s as a JSON string, byte for byte as encoding/json
+// writes it without HTML escaping (\b and \f have their short escapes,
+// other control bytes \u00XX; invalid UTF-8 becomes U+FFFD; U+2028 and
+// U+2029 are escaped so the output is safe to embed anywhere), without
+// allocating.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -235,6 +237,10 @@ func AppendString(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':

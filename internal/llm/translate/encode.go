@@ -8,7 +8,8 @@ import (
 	"math"
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // The translated request is written by hand, field by field, in the order
@@ -48,7 +49,7 @@ func writeRequest[R any](r *R, appendR func([]byte, *R) ([]byte, error)) ([]byte
 func appendOARequest(b []byte, r *oaRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, r.Model)
+	b = jsonscan.AppendString(b, r.Model)
 	b = append(b, `,"messages":`...)
 	if r.Messages == nil {
 		b = append(b, "null"...)
@@ -100,12 +101,12 @@ func appendOARequest(b []byte, r *oaRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":`...)
-			b = appendJSONString(b, tool.Type)
+			b = jsonscan.AppendString(b, tool.Type)
 			b = append(b, `,"function":{"name":`...)
-			b = appendJSONString(b, tool.Function.Name)
+			b = jsonscan.AppendString(b, tool.Function.Name)
 			if tool.Function.Description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, tool.Function.Description)
+				b = jsonscan.AppendString(b, tool.Function.Description)
 			}
 			b = append(b, `,"parameters":`...)
 			if b, err = appendRaw(b, tool.Function.Parameters); err != nil {
@@ -127,7 +128,7 @@ func appendOARequest(b []byte, r *oaRequest) ([]byte, error) {
 	}
 	if r.User != "" {
 		b = append(b, `,"user":`...)
-		b = appendJSONString(b, r.User)
+		b = jsonscan.AppendString(b, r.User)
 	}
 	return append(b, '}'), nil
 }
@@ -135,13 +136,13 @@ func appendOARequest(b []byte, r *oaRequest) ([]byte, error) {
 func appendOAMessage(b []byte, m *oaMessageOut) ([]byte, error) {
 	var err error
 	b = append(b, `{"role":`...)
-	b = appendJSONString(b, m.Role)
+	b = jsonscan.AppendString(b, m.Role)
 	b = append(b, `,"content":`...)
 	switch c := m.Content.(type) {
 	case nil:
 		b = append(b, "null"...)
 	case string:
-		b = appendJSONString(b, c)
+		b = jsonscan.AppendString(b, c)
 	case []oaPartOut:
 		b = appendOAParts(b, c)
 	default:
@@ -157,20 +158,20 @@ func appendOAMessage(b []byte, m *oaMessageOut) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, tc.ID)
+			b = jsonscan.AppendString(b, tc.ID)
 			b = append(b, `,"type":`...)
-			b = appendJSONString(b, tc.Type)
+			b = jsonscan.AppendString(b, tc.Type)
 			b = append(b, `,"function":{"name":`...)
-			b = appendJSONString(b, tc.Function.Name)
+			b = jsonscan.AppendString(b, tc.Function.Name)
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, tc.Function.Arguments)
+			b = jsonscan.AppendString(b, tc.Function.Arguments)
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
 	}
 	if m.ToolCallID != "" {
 		b = append(b, `,"tool_call_id":`...)
-		b = appendJSONString(b, m.ToolCallID)
+		b = jsonscan.AppendString(b, m.ToolCallID)
 	}
 	return append(b, '}'), nil
 }
@@ -186,21 +187,21 @@ func appendOAParts(b []byte, parts []oaPartOut) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":`...)
-		b = appendJSONString(b, p.Type)
+		b = jsonscan.AppendString(b, p.Type)
 		if p.Text != nil {
 			b = append(b, `,"text":`...)
-			b = appendJSONString(b, *p.Text)
+			b = jsonscan.AppendString(b, *p.Text)
 		}
 		if p.ImageURL != nil {
 			b = append(b, `,"image_url":{"url":`...)
-			b = appendJSONString(b, p.ImageURL.URL)
+			b = jsonscan.AppendString(b, p.ImageURL.URL)
 			b = append(b, '}')
 		}
 		if p.File != nil {
 			b = append(b, `,"file":{"file_data":`...)
-			b = appendJSONString(b, p.File.FileData)
+			b = jsonscan.AppendString(b, p.File.FileData)
 			b = append(b, `,"filename":`...)
-			b = appendJSONString(b, p.File.Filename)
+			b = jsonscan.AppendString(b, p.File.Filename)
 			b = append(b, '}')
 		}
 		b = append(b, '}')
@@ -212,7 +213,7 @@ func appendOAParts(b []byte, parts []oaPartOut) []byte {
 func appendANRequest(b []byte, r *anRequest) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, r.Model)
+	b = jsonscan.AppendString(b, r.Model)
 	if r.System != nil {
 		b = append(b, `,"system":`...)
 		if b, err = appendANContent(b, r.System); err != nil {
@@ -230,7 +231,7 @@ func appendANRequest(b []byte, r *anRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"role":`...)
-			b = appendJSONString(b, m.Role)
+			b = jsonscan.AppendString(b, m.Role)
 			b = append(b, `,"content":`...)
 			if b, err = appendANContent(b, m.Content); err != nil {
 				return nil, err
@@ -268,10 +269,10 @@ func appendANRequest(b []byte, r *anRequest) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendJSONString(b, tool.Name)
+			b = jsonscan.AppendString(b, tool.Name)
 			if tool.Description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, tool.Description)
+				b = jsonscan.AppendString(b, tool.Description)
 			}
 			b = append(b, `,"input_schema":`...)
 			if b, err = appendRaw(b, tool.InputSchema); err != nil {
@@ -289,7 +290,7 @@ func appendANRequest(b []byte, r *anRequest) ([]byte, error) {
 	}
 	if r.Metadata != nil {
 		b = append(b, `,"metadata":{"user_id":`...)
-		b = appendJSONString(b, r.Metadata.UserID)
+		b = jsonscan.AppendString(b, r.Metadata.UserID)
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
@@ -301,7 +302,7 @@ func appendANContent(b []byte, content any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendJSONString(b, c), nil
+		return jsonscan.AppendString(b, c), nil
 	case []anBlock:
 		return appendANBlocks(b, c)
 	}
@@ -320,39 +321,39 @@ func appendANBlocks(b []byte, blocks []anBlock) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":`...)
-		b = appendJSONString(b, k.Type)
+		b = jsonscan.AppendString(b, k.Type)
 		if k.Text != nil {
 			b = append(b, `,"text":`...)
-			b = appendJSONString(b, *k.Text)
+			b = jsonscan.AppendString(b, *k.Text)
 		}
 		if s := k.Source; s != nil {
 			b = append(b, `,"source":{"type":`...)
-			b = appendJSONString(b, s.Type)
+			b = jsonscan.AppendString(b, s.Type)
 			if s.MediaType != "" {
 				b = append(b, `,"media_type":`...)
-				b = appendJSONString(b, s.MediaType)
+				b = jsonscan.AppendString(b, s.MediaType)
 			}
 			if s.Data != "" {
 				b = append(b, `,"data":`...)
-				b = appendJSONString(b, s.Data)
+				b = jsonscan.AppendString(b, s.Data)
 			}
 			if s.URL != "" {
 				b = append(b, `,"url":`...)
-				b = appendJSONString(b, s.URL)
+				b = jsonscan.AppendString(b, s.URL)
 			}
 			b = append(b, '}')
 		}
 		if k.Title != "" {
 			b = append(b, `,"title":`...)
-			b = appendJSONString(b, k.Title)
+			b = jsonscan.AppendString(b, k.Title)
 		}
 		if k.ID != "" {
 			b = append(b, `,"id":`...)
-			b = appendJSONString(b, k.ID)
+			b = jsonscan.AppendString(b, k.ID)
 		}
 		if k.Name != "" {
 			b = append(b, `,"name":`...)
-			b = appendJSONString(b, k.Name)
+			b = jsonscan.AppendString(b, k.Name)
 		}
 		if len(k.Input) > 0 {
 			b = append(b, `,"input":`...)
@@ -362,7 +363,7 @@ func appendANBlocks(b []byte, blocks []anBlock) ([]byte, error) {
 		}
 		if k.ToolUseID != "" {
 			b = append(b, `,"tool_use_id":`...)
-			b = appendJSONString(b, k.ToolUseID)
+			b = jsonscan.AppendString(b, k.ToolUseID)
 		}
 		if k.Content != nil {
 			b = append(b, `,"content":`...)
@@ -387,7 +388,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = jsonscan.AppendString(b, s)
 	}
 	return append(b, ']')
 }
@@ -468,60 +469,3 @@ func appendCompactSpace(b []byte, raw []byte) []byte {
 	}
 	return append(b, raw[start:]...)
 }
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes one without HTML escaping: \b and \f have their short escapes
-// (which jsonscan.AppendString, written to match an older encoding/json,
-// does not use), other control bytes \u00XX, invalid UTF-8 becomes U+FFFD
-// and U+2028 and U+2029 are escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/straitgw/strait/internal/llm/jsonscan"
 )
 
 // marshal is json.Marshal without HTML escaping, so "<" in a prompt stays
@@ -165,7 +167,7 @@ func FuzzRequestEncoder(f *testing.F) {
 	})
 }
 
-func TestAppendJSONStringMatchesMarshal(t *testing.T) {
+func TestAppendStringMatchesMarshal(t *testing.T) {
 	var all []byte
 	for c := range 256 {
 		all = append(all, byte(c))
@@ -175,8 +177,8 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendJSONString(%q) = %s, encoding/json wrote %s", s, got, want)
+		if got := jsonscan.AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("jsonscan.AppendString(%q) = %s, encoding/json wrote %s", s, got, want)
 		}
 	}
 }

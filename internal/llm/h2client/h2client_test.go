@@ -318,18 +318,7 @@ func TestGoAway(t *testing.T) {
 	shut := make(chan error, 1)
 	go func() { shut <- old.Shutdown(context.Background()) }()
 	// The client takes the connection out of the pool on GOAWAY.
-	for i := 0; ; i++ {
-		tr.mu.Lock()
-		n := len(tr.conns)
-		tr.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if i > 10000 {
-			t.Fatal("the connection stayed in the pool after GOAWAY")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitPoolEmpty(t, tr, "the connection stayed in the pool after GOAWAY")
 	resp, err := post(t, context.Background(), tr, s.url("/fast"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -652,18 +641,7 @@ func TestIdleConnections(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	for i := 0; ; i++ {
-		tr2.mu.Lock()
-		n := len(tr2.conns)
-		tr2.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if i > 10000 {
-			t.Fatal("the idle connection was never closed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitPoolEmpty(t, tr2, "the idle connection was never closed")
 	before := s.conns.Load()
 	resp, err = post(t, context.Background(), tr2, s.url("/"), nil)
 	if err != nil {
@@ -672,5 +650,23 @@ func TestIdleConnections(t *testing.T) {
 	resp.Body.Close()
 	if s.conns.Load() != before+1 {
 		t.Fatalf("%d connections, want a new one after the idle close", s.conns.Load()-before)
+	}
+}
+
+// waitPoolEmpty waits until tr holds no connection, and fails with why if
+// that takes 10,000 polls.
+func waitPoolEmpty(t *testing.T, tr *Transport, why string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		tr.mu.Lock()
+		n := len(tr.conns)
+		tr.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if i > 10000 {
+			t.Fatal(why)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

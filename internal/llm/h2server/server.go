@@ -151,16 +151,7 @@ func (s *Server) ServeConn(nc net.Conn, prefaceRead bool) error {
 // are answered. It returns when all have closed, or closes the rest when
 // ctx is done and returns its error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.init()
-	s.shutdown = true
-	ls := s.listenersLocked()
-	cs := s.connsLocked()
-	s.mu.Unlock()
-	for _, l := range ls {
-		l.Close()
-	}
-	for _, c := range cs {
+	for _, c := range s.stopListening() {
 		c.drain()
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -181,9 +172,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every listener and connection at once; the requests in
-// flight see their contexts cancelled.
-func (s *Server) Close() error {
+// stopListening marks the server shut down, closes its listeners and
+// returns its connections.
+func (s *Server) stopListening() []*conn {
 	s.mu.Lock()
 	s.init()
 	s.shutdown = true
@@ -193,7 +184,13 @@ func (s *Server) Close() error {
 	for _, l := range ls {
 		l.Close()
 	}
-	for _, c := range cs {
+	return cs
+}
+
+// Close closes every listener and connection at once; the requests in
+// flight see their contexts cancelled.
+func (s *Server) Close() error {
+	for _, c := range s.stopListening() {
 		c.close(errors.New("server closed"))
 	}
 	return nil

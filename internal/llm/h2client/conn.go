@@ -68,8 +68,8 @@ type conn struct {
 	// under it. It is taken before mu, never while mu is held.
 	wmu  sync.Mutex
 	wbuf []byte
-	henc *hpack.Encoder
-	hbuf headerBuf
+	henc h2frames.HeaderEncoder
+	hbuf []byte // a header block being written
 	werr error
 
 	// mu guards the state below and every stream's.
@@ -98,14 +98,6 @@ type conn struct {
 	idleTimer  *time.Timer
 }
 
-// headerBuf is an io.Writer for the HPACK encoder.
-type headerBuf struct{ b []byte }
-
-func (h *headerBuf) Write(p []byte) (int, error) {
-	h.b = append(h.b, p...)
-	return len(p), nil
-}
-
 // newConn writes the client preface and reads the server's first
 // SETTINGS within ctx's deadline, then starts the connection's reader.
 func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
@@ -122,7 +114,6 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 		recvWindow: connWindow,
 	}
 	c.flow.L = &c.mu
-	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrameSize)
 	c.fr.MaxHeaderListSize = maxHeaderListSize
@@ -188,8 +179,6 @@ func (c *conn) setupErr(ctx context.Context, err error) error {
 // encoder's table size is changed under wmu.
 func (c *conn) applySettings(sf *http2.SettingsFrame) error {
 	c.mu.Lock()
-	var tableSize uint32
-	tableSet := false
 	err := sf.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return fmt.Errorf("invalid SETTINGS: %v", err)
@@ -209,22 +198,14 @@ func (c *conn) applySettings(sf *http2.SettingsFrame) error {
 			c.initWindow = int32(s.Val)
 		case http2.SettingMaxFrameSize:
 			c.maxFrame = int(s.Val)
-		case http2.SettingHeaderTableSize:
-			tableSize, tableSet = s.Val, true
 		}
+		// SETTINGS_HEADER_TABLE_SIZE needs nothing: the encoder keeps
+		// no dynamic table (h2frames.HeaderEncoder).
 		return nil
 	})
 	c.flow.Broadcast()
 	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if tableSet {
-		c.wmu.Lock()
-		c.henc.SetMaxDynamicTableSizeLimit(min(tableSize, 4096))
-		c.wmu.Unlock()
-	}
-	return nil
+	return err
 }
 
 // reserve takes a stream on c if it has room. t.mu is held.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // stream is one request and its response. Its state is under its
@@ -155,12 +154,10 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 	maxFrame := c.maxFrame
 	c.mu.Unlock()
 
-	c.hbuf.b = c.hbuf.b[:0]
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
 	}
-	path := req.URL.RequestURI()
 	scheme := "http"
 	if c.t.opt.TLS != nil {
 		scheme = "https"
@@ -169,11 +166,11 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 	if method == "" {
 		method = http.MethodGet
 	}
-	enc := c.henc
-	enc.WriteField(hpack.HeaderField{Name: ":method", Value: method})
-	enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: scheme})
-	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: host})
-	enc.WriteField(hpack.HeaderField{Name: ":path", Value: path})
+	b := c.henc.Begin(c.hbuf[:0])
+	b = h2frames.AppendField(b, ":method", method, false)
+	b = h2frames.AppendField(b, ":scheme", scheme, false)
+	b = h2frames.AppendField(b, ":authority", host, false)
+	b = h2frames.AppendField(b, ":path", req.URL.RequestURI(), false)
 	for k, vs := range req.Header {
 		name, ok := fieldName(k)
 		if !ok {
@@ -183,14 +180,15 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 			if name == "te" && v != "trailers" {
 				continue
 			}
-			enc.WriteField(hpack.HeaderField{Name: name, Value: v, Sensitive: name == "authorization" || name == "x-api-key"})
+			b = h2frames.AppendField(b, name, v, name == "authorization" || name == "x-api-key")
 		}
 	}
 	if !endStream && req.ContentLength > 0 {
 		var n [20]byte
-		enc.WriteField(hpack.HeaderField{Name: "content-length", Value: string(strconv.AppendInt(n[:0], req.ContentLength, 10))})
+		b = h2frames.AppendField(b, "content-length", string(strconv.AppendInt(n[:0], req.ContentLength, 10)), false)
 	}
-	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], s.id, c.hbuf.b, endStream, maxFrame)
+	c.hbuf = b
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], s.id, b, endStream, maxFrame)
 	return nil
 }
 

@@ -209,6 +209,9 @@ func (c *conn) block() error {
 		return nil
 	}
 	c.streams[id] = st
+	if c.ctx.Err() != nil {
+		st.cancel() // cancelStreams has run, or is waiting for c.mu
+	}
 	c.mu.Unlock()
 	c.handlers.Add(1)
 	go st.run()
@@ -219,9 +222,8 @@ func (c *conn) block() error {
 // with 431, as net/http does, without running the handler.
 func (c *conn) tooLarge(id uint32, ended bool) error {
 	c.wmu.Lock()
-	c.hencBuf.Reset()
-	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "431"})
-	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], id, c.hencBuf.Bytes(), true, c.maxFrame())
+	c.hbuf = h2frames.AppendStatus(c.henc.Begin(c.hbuf[:0]), http.StatusRequestHeaderFieldsTooLarge)
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], id, c.hbuf, true, c.maxFrame())
 	if !ended {
 		c.wbuf = h2frames.AppendRSTStream(c.wbuf, id, http2.ErrCodeNo)
 	}
@@ -315,7 +317,7 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 	c.mu.Lock()
 	st.sendWin = c.peerWin
 	c.mu.Unlock()
-	st.ctx, st.cancel = context.WithCancel(c.ctx)
+	st.ctx, st.cancel = context.WithCancel(c.streamCtx)
 	req := &http.Request{
 		Method:     method,
 		URL:        u,

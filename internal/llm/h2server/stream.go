@@ -1,7 +1,6 @@
 package h2server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,11 +159,12 @@ func (st *stream) endResponse() {
 		if !st.ended {
 			st.ended = true
 			if len(trailers) > 0 {
-				c.hencBuf.Reset()
+				b := c.henc.Begin(c.hbuf[:0])
 				for _, f := range trailers {
-					c.henc.WriteField(f)
+					b = h2frames.AppendField(b, f.Name, f.Value, false)
 				}
-				c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), true, maxFrame)
+				c.hbuf = b
+				c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, b, true, maxFrame)
 			} else {
 				c.wbuf = h2frames.AppendData(c.wbuf[:0], st.id, nil, true)
 			}
@@ -425,8 +425,7 @@ func (st *stream) writeHeaders(endStream bool) error {
 	if st.ended {
 		return st.endedErr()
 	}
-	c.hencBuf.Reset()
-	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(st.status)})
+	b := h2frames.AppendStatus(c.henc.Begin(c.hbuf[:0]), st.status)
 	for k, vs := range st.header {
 		if !validResponseField(k) {
 			continue
@@ -436,15 +435,16 @@ func (st *stream) writeHeaders(endStream bool) error {
 			if !httpguts.ValidHeaderFieldValue(v) {
 				continue
 			}
-			c.henc.WriteField(hpack.HeaderField{Name: name, Value: v})
+			b = h2frames.AppendField(b, name, v, false)
 		}
 	}
-	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), endStream, maxFrame)
+	c.hbuf = b
+	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, b, endStream, maxFrame)
 	if endStream {
 		st.ended = true
 	}
-	if c.hencBuf.Cap() > 64<<10 {
-		c.hencBuf = bytes.Buffer{}
+	if cap(c.hbuf) > 64<<10 {
+		c.hbuf = nil // a large header block passed; do not keep its room
 	}
 	return c.writeLocked()
 }
@@ -474,9 +474,8 @@ func (st *stream) writeContinue() {
 	maxFrame := c.maxFrame()
 	c.wmu.Lock()
 	if !st.ended {
-		c.hencBuf.Reset()
-		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: "100"})
-		c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hencBuf.Bytes(), false, maxFrame)
+		c.hbuf = h2frames.AppendStatus(c.henc.Begin(c.hbuf[:0]), http.StatusContinue)
+		c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hbuf, false, maxFrame)
 		_ = c.writeLocked()
 	}
 	c.wmu.Unlock()
@@ -520,13 +519,6 @@ func lowerKey(k string) string {
 		return l
 	}
 	return strings.ToLower(k)
-}
-
-func statusText(code int) string {
-	if code == http.StatusOK {
-		return "200"
-	}
-	return strconv.Itoa(code)
 }
 
 // body is a request's body, fed by the connection's reader.

@@ -1,7 +1,6 @@
 package h2server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -74,8 +73,14 @@ type conn struct {
 	nc     net.Conn
 	remote string
 	log    *slog.Logger
-	ctx    context.Context // the parent of its streams' contexts
+	ctx    context.Context // ends with the connection, or with BaseContext
 	cancel context.CancelFunc
+	// streamCtx is the parent of the streams' contexts: ctx's values
+	// without its cancellation. A stream's context registered as a child
+	// of ctx would be one entry more in a map of thousands, inserted and
+	// deleted per request; instead the connection cancels its open
+	// streams itself when ctx ends (cancelStreams).
+	streamCtx context.Context
 
 	// The reader's own state.
 	fr      *http2.Framer
@@ -88,8 +93,8 @@ type conn struct {
 	// are under it. It is never taken while mu is held.
 	wmu      sync.Mutex
 	wbuf     []byte
-	henc     *hpack.Encoder
-	hencBuf  bytes.Buffer
+	henc     h2frames.HeaderEncoder
+	hbuf     []byte    // a header block being written
 	wdlRenew time.Time // when the socket's write deadline is next moved on
 	wtimeout time.Duration
 
@@ -123,12 +128,13 @@ func newConn(s *Server, nc net.Conn) *conn {
 		base = context.Background()
 	}
 	c.ctx, c.cancel = context.WithCancel(base)
+	c.streamCtx = context.WithoutCancel(c.ctx)
+	context.AfterFunc(c.ctx, c.cancelStreams)
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrame)
 	c.dec = hpack.NewDecoder(4096, c.hb.emit)
 	c.dec.SetMaxStringLength(s.maxHeaderBytes())
 	c.hb.max = s.maxHeaderBytes()
-	c.henc = hpack.NewEncoder(&c.hencBuf)
 	return c
 }
 
@@ -366,6 +372,17 @@ func (c *conn) abort() {
 
 var errConnClosed = errors.New("h2server: connection closed")
 
+// cancelStreams cancels the open streams' contexts once the connection's
+// context has ended; a stream opened after that is cancelled as it is
+// added (handle).
+func (c *conn) cancelStreams() {
+	c.mu.Lock()
+	for _, st := range c.streams {
+		st.cancel()
+	}
+	c.mu.Unlock()
+}
+
 func (c *conn) stream(id uint32) *stream {
 	c.mu.Lock()
 	st := c.streams[id]
@@ -478,8 +495,6 @@ func (c *conn) idleFrame() error {
 
 // settings applies the client's SETTINGS and acknowledges them.
 func (c *conn) settings(f *http2.SettingsFrame) error {
-	var tableSize uint32
-	setTable := false
 	c.mu.Lock()
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
@@ -488,8 +503,6 @@ func (c *conn) settings(f *http2.SettingsFrame) error {
 		switch s.ID {
 		case http2.SettingMaxFrameSize:
 			c.peerMaxFrm = int(s.Val)
-		case http2.SettingHeaderTableSize:
-			tableSize, setTable = s.Val, true
 		case http2.SettingInitialWindowSize:
 			// Open streams' windows move by the change (RFC 9113, 6.9.2).
 			d := int64(s.Val) - c.peerWin
@@ -512,10 +525,9 @@ func (c *conn) settings(f *http2.SettingsFrame) error {
 		}
 		return c.goAway(code, "bad SETTINGS")
 	}
+	// SETTINGS_HEADER_TABLE_SIZE needs nothing: the encoder keeps no
+	// dynamic table (h2frames.HeaderEncoder).
 	c.wmu.Lock()
-	if setTable {
-		c.henc.SetMaxDynamicTableSizeLimit(tableSize)
-	}
 	c.wbuf = h2frames.AppendSettingsAck(c.wbuf[:0])
 	err = c.writeLocked()
 	c.wmu.Unlock()

@@ -226,6 +226,51 @@ func TestClientCancelEndsHandlerContext(t *testing.T) {
 	}
 }
 
+// TestBaseContextEndsHandlerContexts: stream contexts are not children
+// of the connection's context (cancelStreams stands in), so the end of
+// BaseContext must still reach every open request's handler, and carry
+// BaseContext's values.
+func TestBaseContextEndsHandlerContexts(t *testing.T) {
+	type key struct{}
+	base, cancelBase := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	defer cancelBase()
+	const n = 3
+	var started sync.WaitGroup
+	started.Add(n)
+	ended := make(chan error, n)
+	s := &Server{BaseContext: base, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(key{}) != "v" {
+			ended <- errors.New("BaseContext's value is missing")
+			started.Done()
+			return
+		}
+		started.Done()
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	})}
+	addr := serve(t, s)
+	c := h2cClient()
+	for range n {
+		go func() {
+			if resp, err := c.Get("http://" + addr + "/"); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	started.Wait()
+	cancelBase()
+	for range n {
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("handler context: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a handler's context did not end with BaseContext")
+		}
+	}
+}
+
 func TestBodyReadDeadline(t *testing.T) {
 	got := make(chan error, 1)
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

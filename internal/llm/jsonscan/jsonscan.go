@@ -427,23 +427,28 @@ func (s *scanner) literal(lit string) error {
 	return nil
 }
 
-// container skips an object or array; depth counts this one.
+// container skips an object or array, and all it holds; depth counts
+// this one. The containers still open are kept on a bit stack instead of
+// in recursive calls: a request's goroutine scans bodies with a few KiB
+// of stack, and each level of recursion took about 250 bytes of it (a
+// response's usage, four levels down, was where that stack outgrew its
+// first size and was copied), and a body nested thousands deep took
+// megabytes.
 func (s *scanner) container(depth int) error {
 	if depth > MaxDepth {
 		return s.errf("nested deeper than %d levels", MaxDepth)
 	}
+	var open bitStack
 	obj := s.b[s.i] == '{'
-	closer := byte(']')
-	if obj {
-		closer = '}'
-	}
+	open.push(obj)
 	s.i++
 	s.space()
-	if s.i < len(s.b) && s.b[s.i] == closer {
+	if s.i < len(s.b) && s.b[s.i] == closerOf(obj) {
 		s.i++
 		return nil
 	}
 	for {
+		// An element of the innermost container: for an object, a member.
 		s.space()
 		if obj {
 			if s.i >= len(s.b) || s.b[s.i] != '"' {
@@ -459,26 +464,103 @@ func (s *scanner) container(depth int) error {
 			s.i++
 			s.space()
 		}
-		if err := s.value(depth); err != nil {
+		if s.i < len(s.b) && (s.b[s.i] == '{' || s.b[s.i] == '[') {
+			if depth+1 > MaxDepth {
+				return s.errf("nested deeper than %d levels", MaxDepth)
+			}
+			depth++
+			obj = s.b[s.i] == '{'
+			open.push(obj)
+			s.i++
+			s.space()
+			if s.i >= len(s.b) || s.b[s.i] != closerOf(obj) {
+				continue // to its first element
+			}
+			s.i++ // empty: a whole value
+			open.pop()
+			depth--
+			obj = open.top()
+		} else if err := s.value(depth); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return s.errf("expected ',' or %q, found the end of the body", closer)
-		}
-		switch s.b[s.i] {
-		case ',':
+		// After an element: a comma, or the end of its container, and
+		// perhaps of the containers around that.
+		for {
+			s.space()
+			closer := closerOf(obj)
+			if s.i >= len(s.b) {
+				return s.errf("expected ',' or %q, found the end of the body", closer)
+			}
+			if s.b[s.i] == ',' {
+				s.i++
+				break
+			}
+			if s.b[s.i] != closer {
+				return s.errf("expected ',' or %q, found %s", closer, s.what())
+			}
 			s.i++
-		case closer:
-			s.i++
-			return nil
-		default:
-			return s.errf("expected ',' or %q, found %s", closer, s.what())
+			open.pop()
+			if open.n == 0 {
+				return nil
+			}
+			depth--
+			obj = open.top()
 		}
 	}
 }
 
-// str skips a string starting at its opening quote.
+func closerOf(obj bool) byte {
+	if obj {
+		return '}'
+	}
+	return ']'
+}
+
+// bitStack is a stack of booleans (is this open container an object?),
+// in a word for the first 64 levels.
+type bitStack struct {
+	n    int
+	bits uint64
+	more []uint64
+}
+
+func (b *bitStack) push(v bool) {
+	i := b.n
+	b.n++
+	if i < 64 {
+		b.bits = b.bits&^(1<<i) | bit(v)<<i
+		return
+	}
+	i -= 64
+	if i/64 == len(b.more) {
+		b.more = append(b.more, 0)
+	}
+	w := &b.more[i/64]
+	*w = *w&^(1<<(i%64)) | bit(v)<<(i%64)
+}
+
+func (b *bitStack) pop() { b.n-- }
+
+// top is the innermost; false when the stack is empty.
+func (b *bitStack) top() bool {
+	i := b.n - 1
+	switch {
+	case i < 0:
+		return false
+	case i < 64:
+		return b.bits&(1<<i) != 0
+	}
+	i -= 64
+	return b.more[i/64]&(1<<(i%64)) != 0
+}
+
+func bit(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 func (s *scanner) str() error {
 	s.escaped = false
 	s.i++ // opening quote

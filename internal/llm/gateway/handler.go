@@ -221,6 +221,11 @@ type exchange struct {
 
 	upCtx  context.Context
 	cancel context.CancelCauseFunc
+	// stopBase ends the attempt's watch on the gateway's own context,
+	// when one is set (limits active).
+	stopBase func() bool
+	// upWait is the attempt's wait for its provider's first answer.
+	upWait time.Duration
 	// timer enforces the provider's timeouts, one at a time (see
 	// phase): response_timeout until the first byte, then
 	// request_timeout, then the grace after a stream's terminator.
@@ -315,16 +320,13 @@ func (x *exchange) serve() {
 	want := http.MethodPost
 	switch x.op {
 	case opNone:
-		x.fail(errNotFound, &translate.Error{Status: 404, Kind: kindNotFound,
-			Message: fmt.Sprintf("no such endpoint: %s %s; this gateway serves POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models", r.Method, clip(r.URL.Path))})
+		x.noEndpoint()
 		return
 	case opModels, opModel:
 		want = http.MethodGet
 	}
 	if r.Method != want {
-		x.w.Header().Set("Allow", want)
-		x.fail(errMethod, &translate.Error{Status: 405, Kind: kindInvalidRequest,
-			Message: fmt.Sprintf("%s %s is not supported: use %s", r.Method, r.URL.Path, want)})
+		x.wrongMethod(want)
 		return
 	}
 	switch x.op {
@@ -335,6 +337,33 @@ func (x *exchange) serve() {
 	default:
 		x.relay()
 	}
+}
+
+// The answers to requests the gateway cannot serve are built in
+// functions of their own, off the stack of the requests it can (see
+// attempt).
+
+func (x *exchange) noEndpoint() {
+	r := x.r
+	x.fail(errNotFound, &translate.Error{Status: 404, Kind: kindNotFound,
+		Message: fmt.Sprintf("no such endpoint: %s %s; this gateway serves POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models", r.Method, clip(r.URL.Path))})
+}
+
+func (x *exchange) wrongMethod(want string) {
+	r := x.r
+	x.w.Header().Set("Allow", want)
+	x.fail(errMethod, &translate.Error{Status: 405, Kind: kindInvalidRequest,
+		Message: fmt.Sprintf("%s %s is not supported: use %s", r.Method, r.URL.Path, want)})
+}
+
+func (x *exchange) noRoute(model string) {
+	x.fail(errNoRoute, &translate.Error{Status: 404, Kind: kindNotFound, Param: "model",
+		Message: fmt.Sprintf("model %q is not served by this gateway: no route matches it (GET /v1/models lists the models it serves)", clip(model))})
+}
+
+func (x *exchange) noTokenCounting(model string) {
+	x.fail(errUnsupported, &translate.Error{Status: 400, Kind: kindInvalidRequest, Param: "model",
+		Message: fmt.Sprintf("token counting is not available for model %q: its provider speaks the OpenAI dialect, which has no count_tokens endpoint", clip(model))})
 }
 
 // guessDialect picks the error dialect for a path that does not say: an
@@ -404,22 +433,20 @@ func (x *exchange) relay() {
 
 	rt := g.match(req.Model)
 	if rt == nil {
-		x.fail(errNoRoute, &translate.Error{Status: 404, Kind: kindNotFound, Param: "model",
-			Message: fmt.Sprintf("model %q is not served by this gateway: no route matches it (GET /v1/models lists the models it serves)", clip(req.Model))})
+		x.noRoute(req.Model)
 		return
 	}
 	x.rt, x.label = rt, rt.modelLabel(nil, req.Model)
 	x.lap(StageRoute)
 
 	if x.op == opCountTokens && rt.p.Dialect != translate.Anthropic {
-		x.fail(errUnsupported, &translate.Error{Status: 400, Kind: kindInvalidRequest, Param: "model",
-			Message: fmt.Sprintf("token counting is not available for model %q: its provider speaks the OpenAI dialect, which has no count_tokens endpoint", clip(req.Model))})
+		x.noTokenCounting(req.Model)
 		return
 	}
 	if !x.admit(body) {
 		return
 	}
-	x.attemptAll(body, req)
+	x.attemptAll(body, &req)
 }
 
 // attemptAll sends the request to the route's targets, in the order the
@@ -427,7 +454,7 @@ func (x *exchange) relay() {
 // answers, a failure is not one to retry, or the targets, attempts or
 // deadline run out. A failure is held (x.pend) rather than answered, so
 // that only the last is, if no attempt succeeds.
-func (x *exchange) attemptAll(body []byte, req jsonscan.Request) {
+func (x *exchange) attemptAll(body []byte, req *jsonscan.Request) {
 	rt := x.rt
 	var pl plan
 	rt.planFor(&pl)
@@ -503,7 +530,34 @@ func (x *exchange) unavailable() {
 
 // attempt sends the request to t once. It reports true when the client
 // has been answered (or has left); otherwise x.pend holds the failure.
-func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
+//
+// It is kept shallow: the request's goroutine waits for the provider
+// inside it, and every frame on the stack at that moment is held for the
+// whole wait. Building the upstream request and relaying the answer are
+// functions of their own, whose frames are gone (or not yet there) while
+// RoundTrip waits, so a fast-path request fits the stack its goroutine
+// starts with instead of having it copied into one twice the size.
+func (x *exchange) attempt(t *target, body []byte, req *jsonscan.Request) bool {
+	ureq, answered := x.upstreamRequest(t, body, req)
+	if answered {
+		return true
+	}
+	defer x.endAttempt()
+	x.sendStart = x.mark
+	resp, err := t.p.rt.RoundTrip(ureq)
+	x.roundTripped()
+	if err != nil {
+		return x.upstreamFailed(err, false)
+	}
+	defer resp.Body.Close()
+	return x.relayResponse(resp)
+}
+
+// upstreamRequest readies an attempt on t: the body in the provider's
+// dialect, the attempt's context and timer, the request. It reports true
+// if the client has been answered instead (the body could not be
+// translated).
+func (x *exchange) upstreamRequest(t *target, body []byte, req *jsonscan.Request) (*http.Request, bool) {
 	g := x.g
 	p := t.p
 	x.resetAttempt(t)
@@ -538,7 +592,7 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 				te = &translate.Error{Status: 400, Kind: kindInvalidRequest, Message: err.Error()}
 			}
 			x.fail(errTranslate, te)
-			return true
+			return nil, true
 		}
 		out, x.dropped, x.includeUsage = tr.Body, tr.Dropped, tr.IncludeUsage
 	}
@@ -552,9 +606,8 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	x.upCtx, x.cancel = ctx, cancel
-	defer cancel(nil)
 	if x.lim.active {
-		defer context.AfterFunc(g.baseCtx, func() { cancel(nil) })()
+		x.stopBase = context.AfterFunc(g.baseCtx, func() { cancel(nil) })
 	}
 	now := x.clock()
 	x.reqEnd = now + p.RequestTimeout
@@ -567,7 +620,6 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 		x.phase.Store(phaseRequest)
 	}
 	x.timer = time.AfterFunc(first, x.timedOut)
-	defer x.stopTimer()
 	x.ct.WroteRequest = func(httptrace.WroteRequestInfo) { x.wrote.Store(max(int64(time.Since(x.start)), 1)) }
 	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &x.ct), http.MethodPost, p.url(x.op), bytes.NewReader(out))
 	if err != nil {
@@ -575,10 +627,22 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 	}
 	ureq.Header = t.requestHeader(x.client, x.r.Header, x.stream)
 	x.lap(StagePrepare)
+	return ureq, false
+}
 
-	x.sendStart = x.mark
-	resp, err := p.rt.RoundTrip(ureq)
-	now = x.clock()
+// endAttempt stops the attempt's timer and ends its context.
+func (x *exchange) endAttempt() {
+	x.stopTimer()
+	if x.stopBase != nil {
+		x.stopBase()
+		x.stopBase = nil
+	}
+	x.cancel(nil)
+}
+
+// roundTripped records the send and wait stages once RoundTrip returns.
+func (x *exchange) roundTripped() {
+	now := x.clock()
 	var upWait time.Duration
 	if wrote := time.Duration(x.wrote.Load()); wrote != 0 {
 		x.add(StageSend, wrote-x.sendStart)
@@ -588,25 +652,32 @@ func (x *exchange) attempt(t *target, body []byte, req jsonscan.Request) bool {
 		x.add(StageSend, now-x.sendStart)
 	}
 	x.mark = now
-	if err != nil {
-		return x.upstreamFailed(err, false)
+	x.upWait = upWait
+}
+
+// wrongContentType fails an attempt answered with JSON where a stream
+// was asked for, or the other way round.
+func (x *exchange) wrongContentType(resp *http.Response) bool {
+	want, got := "JSON", "an event stream"
+	if x.stream {
+		want, got = "an event stream", "Content-Type "+strconv.Quote(resp.Header.Get("Content-Type"))
 	}
-	defer resp.Body.Close()
+	return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
+		Message: fmt.Sprintf("provider %q answered with %s where %s was asked for", x.t.p.Name, got, want)})
+}
+
+// relayResponse relays the provider's answer to an attempt.
+func (x *exchange) relayResponse(resp *http.Response) bool {
+	p := x.t.p
 	x.upstreamStatus = resp.StatusCode
-	p.upstreamObs.Observe(upWait.Seconds())
+	p.upstreamObs.Observe(x.upWait.Seconds())
 	rb := &timedBody{r: resp.Body, x: x}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return x.providerError(resp, rb)
 	}
-	isSSE := isEventStream(resp.Header.Get("Content-Type"))
-	if isSSE != x.stream {
-		want, got := "JSON", "an event stream"
-		if x.stream {
-			want, got = "an event stream", "Content-Type "+strconv.Quote(resp.Header.Get("Content-Type"))
-		}
-		return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
-			Message: fmt.Sprintf("provider %q answered with %s where %s was asked for", p.Name, got, want)})
+	if isEventStream(resp.Header.Get("Content-Type")) != x.stream {
+		return x.wrongContentType(resp)
 	}
 	if x.stream {
 		return x.relayStream(resp, rb)
@@ -1136,8 +1207,7 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
 		return x.upstreamFailed(err, false)
 	}
 	if len(data) > maxResponseBytes {
-		return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
-			Message: fmt.Sprintf("provider %q sent a response larger than %d bytes", p.Name, maxResponseBytes)})
+		return x.responseTooLarge()
 	}
 	x.lap(StageResponseReceive)
 	if x.op != opCountTokens {
@@ -1146,11 +1216,8 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
 	x.lap(StageResponseParse)
 	ctype := resp.Header.Get("Content-Type")
 	if x.trans {
-		data, err = translate.Response(p.Dialect, x.client, data, x.model)
-		if err != nil {
-			x.g.log.Warn("llm provider response could not be translated", "provider", p.Name, "err", err)
-			return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
-				Message: fmt.Sprintf("provider %q sent a response the gateway cannot translate: %v", p.Name, err)})
+		if data, err = translate.Response(p.Dialect, x.client, data, x.model); err != nil {
+			return x.untranslatable(err)
 		}
 		ctype = "application/json"
 	}
@@ -1167,6 +1234,18 @@ func (x *exchange) relayJSON(resp *http.Response, body io.Reader) bool {
 	x.succeeded()
 	x.writeBody(resp.StatusCode, ctype, data)
 	return true
+}
+
+func (x *exchange) responseTooLarge() bool {
+	return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
+		Message: fmt.Sprintf("provider %q sent a response larger than %d bytes", x.t.p.Name, maxResponseBytes)})
+}
+
+func (x *exchange) untranslatable(err error) bool {
+	p := x.t.p
+	x.g.log.Warn("llm provider response could not be translated", "provider", p.Name, "err", err)
+	return x.failAttempt(errUpstreamProtocol, 0, &translate.Error{Status: 502, Kind: kindAPIError,
+		Message: fmt.Sprintf("provider %q sent a response the gateway cannot translate: %v", p.Name, err)})
 }
 
 // readUpTo reads r to its end, or to max bytes. size is how long r says it

@@ -150,7 +150,11 @@ type Gateway struct {
 	log    *slog.Logger
 	m      *Metrics
 	models modelList
-	series sync.Map // seriesKey -> *series
+	// series caches each request's metric series by what labels them: a
+	// map under a read lock, which hashes the key without boxing it (a
+	// sync.Map allocated the key and hashed it by reflection).
+	seriesMu sync.RWMutex
+	series   map[seriesKey]*series
 	paths  [2]pathSeries
 
 	// baseCtx is the parent of every request's context; cancelling it

@@ -202,9 +202,18 @@ func (g *Gateway) initSeries() {
 }
 
 func (g *Gateway) seriesFor(k seriesKey) *series {
-	if s, ok := g.series.Load(k); ok {
-		return s.(*series)
+	g.seriesMu.RLock()
+	s := g.series[k]
+	g.seriesMu.RUnlock()
+	if s != nil {
+		return s
 	}
+	return g.newSeries(k)
+}
+
+// newSeries resolves a key's series the first time it is seen. It is
+// apart from seriesFor so that the hot path's frame stays small.
+func (g *Gateway) newSeries(k seriesKey) *series {
 	var route, prov string
 	if k.route != nil {
 		route = k.route.Name
@@ -220,6 +229,14 @@ func (g *Gateway) seriesFor(k seriesKey) *series {
 		tokensIn:   m.Tokens.WithLabelValues("input", route, prov, k.label),
 		tokensOut:  m.Tokens.WithLabelValues("output", route, prov, k.label),
 	}
-	actual, _ := g.series.LoadOrStore(k, s)
-	return actual.(*series)
+	g.seriesMu.Lock()
+	defer g.seriesMu.Unlock()
+	if had := g.series[k]; had != nil {
+		return had
+	}
+	if g.series == nil {
+		g.series = make(map[seriesKey]*series)
+	}
+	g.series[k] = s
+	return s
 }

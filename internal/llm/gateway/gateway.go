@@ -155,7 +155,7 @@ type Gateway struct {
 	// sync.Map allocated the key and hashed it by reflection).
 	seriesMu sync.RWMutex
 	series   map[seriesKey]*series
-	paths  [2]pathSeries
+	paths    [2]pathSeries
 
 	// baseCtx is the parent of every request's context; cancelling it
 	// (when a drain times out) aborts every request still running.

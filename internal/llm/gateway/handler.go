@@ -621,11 +621,7 @@ func (x *exchange) upstreamRequest(t *target, body []byte, req *jsonscan.Request
 	}
 	x.timer = time.AfterFunc(first, x.timedOut)
 	x.ct.WroteRequest = func(httptrace.WroteRequestInfo) { x.wrote.Store(max(int64(time.Since(x.start)), 1)) }
-	ureq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &x.ct), http.MethodPost, p.url(x.op), bytes.NewReader(out))
-	if err != nil {
-		panic(err) // the URL was checked by New
-	}
-	ureq.Header = t.requestHeader(x.client, x.r.Header, x.stream)
+	ureq := newUpstreamRequest(httptrace.WithClientTrace(ctx, &x.ct), p.endpoint(x.op), t.requestHeader(x.client, x.r.Header, x.stream), out)
 	x.lap(StagePrepare)
 	return ureq, false
 }

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -111,11 +113,11 @@ type provider struct {
 	closeIdle func()
 	// rt is the client, except in tests and benchmarks that stand in
 	// for the network.
-	rt                   http.RoundTripper
-	chatURL, messagesURL string
-	countURL             string
-	header               http.Header // sent on every request; cloned per request
-	upstreamObs          prometheus.Observer
+	rt http.RoundTripper
+	// The endpoints, parsed once (newUpstreamRequest).
+	chatU, messagesU, countU *url.URL
+	header                   http.Header // sent on every request; cloned per request
+	upstreamObs              prometheus.Observer
 	// The timeouts, for error messages.
 	timeoutResp, timeoutR, timeoutIdle string
 }
@@ -243,30 +245,62 @@ func newProvider(p Provider) (*provider, error) {
 	if p.APIKey != "" {
 		setCredentials(h, p.Dialect, p.APIKey)
 	}
-	return &provider{
+	pr := &provider{
 		Provider:    p,
 		closeIdle:   closeIdle,
 		rt:          client,
-		chatURL:     base + "/v1/chat/completions",
-		messagesURL: base + "/v1/messages",
-		countURL:    base + "/v1/messages/count_tokens",
 		header:      h,
 		timeoutResp: p.ResponseTimeout.String(),
 		timeoutR:    p.RequestTimeout.String(),
 		timeoutIdle: p.StreamIdleTimeout.String(),
-	}, nil
+	}
+	for _, e := range []struct {
+		s string
+		u **url.URL
+	}{{"/v1/chat/completions", &pr.chatU}, {"/v1/messages", &pr.messagesU}, {"/v1/messages/count_tokens", &pr.countU}} {
+		if *e.u, err = url.Parse(base + e.s); err != nil {
+			return nil, fmt.Errorf("provider %q: base_url: %v", p.Name, err)
+		}
+	}
+	return pr, nil
 }
 
-// url returns the endpoint for op.
-func (p *provider) url(op operation) string {
+// endpoint is the provider's URL for op.
+func (p *provider) endpoint(op operation) *url.URL {
 	switch {
 	case op == opCountTokens:
-		return p.countURL
+		return p.countU
 	case p.Dialect == translate.Anthropic:
-		return p.messagesURL
+		return p.messagesU
 	default:
-		return p.chatURL
+		return p.chatU
 	}
+}
+
+// newUpstreamRequest is http.NewRequestWithContext(ctx, "POST", u, body)
+// with its Header set to header, for a URL parsed once, when the provider
+// was set up, rather than per request.
+func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, body []byte) *http.Request {
+	uc := *u
+	uc.Host = strings.TrimSuffix(uc.Host, ":") // an empty port, as NewRequest drops it
+	r := http.Request{
+		Method:        http.MethodPost,
+		URL:           &uc,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		Host:          uc.Host,
+		ContentLength: int64(len(body)),
+	}
+	if len(body) == 0 {
+		r.Body = http.NoBody
+		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	} else {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return r.WithContext(ctx)
 }
 
 // setCredentials puts key in h as dialect d's API expects it.

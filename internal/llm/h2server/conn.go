@@ -593,6 +593,9 @@ func (c *conn) data(f *http2.DataFrame) error {
 			if st.bodyClosed {
 				drop = n
 			} else if len(p) > 0 {
+				if st.buf == nil {
+					st.buf = getBodyBuf(len(p))
+				}
 				st.buf = append(st.buf, p...)
 			}
 			if f.StreamEnded() {

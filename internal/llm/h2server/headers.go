@@ -318,7 +318,9 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 	st.sendWin = c.peerWin
 	c.mu.Unlock()
 	st.ctx, st.cancel = context.WithCancel(c.streamCtx)
-	req := &http.Request{
+	// A value, not a pointer: WithContext copies it to the heap, and this
+	// one stays on the stack.
+	req := http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      "HTTP/2.0",

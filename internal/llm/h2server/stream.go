@@ -216,6 +216,7 @@ func (st *stream) finish() {
 		st.err = errHandlerDone
 	}
 	unread := int64(len(st.buf) - st.bufOff)
+	putBodyBuf(st.buf)
 	st.buf, st.bufOff = nil, 0
 	if st.readTimer != nil {
 		st.readTimer.Stop()
@@ -544,6 +545,7 @@ func (b *body) Read(p []byte) (int, error) {
 			st.bufOff += k
 			if st.bufOff == len(st.buf) {
 				if cap(st.buf) > 64<<10 || st.remoteEnded {
+					putBodyBuf(st.buf)
 					st.buf = nil
 				} else {
 					st.buf = st.buf[:0]
@@ -579,6 +581,7 @@ func (b *body) Close() error {
 	c := st.c
 	c.mu.Lock()
 	unread := int64(len(st.buf) - st.bufOff)
+	putBodyBuf(st.buf)
 	st.buf, st.bufOff = nil, 0
 	st.bodyClosed = true
 	c.mu.Unlock()
@@ -586,3 +589,29 @@ func (b *body) Close() error {
 }
 
 var errBodyClosed = errors.New("h2server: request body closed")
+
+// Request bodies are buffered between the connection's reader and the
+// handler; most are a few KiB and read once, so their buffers are reused
+// rather than left to the collector. Larger ones are not kept.
+const maxPooledBody = 16 << 10
+
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// getBodyBuf returns an empty buffer for a body whose first frame
+// carries n bytes.
+func getBodyBuf(n int) []byte {
+	if n > maxPooledBody {
+		return nil
+	}
+	return (*bodyBufs.Get().(*[]byte))[:0]
+}
+
+// putBodyBuf gives b back once nothing refers to it: the reader appends
+// under c.mu, and Read copies out of it under c.mu.
+func putBodyBuf(b []byte) {
+	if cap(b) < 4<<10 || cap(b) > maxPooledBody {
+		return
+	}
+	b = b[:0]
+	bodyBufs.Put(&b)
+}

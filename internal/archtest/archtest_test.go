@@ -92,9 +92,9 @@ var rules = []rule{
 		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
 	},
 	{
-		name: "llm/h2client (the provider hop's HTTP/2 client) builds on h2frames alone",
+		name: "llm/h2client (the provider hop's HTTP/2 client) builds on h2frames and writebatch alone",
 		pkgs: []string{"internal/llm/h2client"},
-		only: []string{"internal/h2frames"},
+		only: []string{"internal/h2frames", "internal/writebatch"},
 	},
 	{
 		name: "llm/h2server (the client hop's HTTP/2 server) builds on h2frames, writebatch and prefacelisten alone",

@@ -14,6 +14,11 @@
 // returned by the next Write (and the connection is closed, so the
 // reader sees them too), as a socket reports a peer's reset late.
 //
+// A writer that can spend its own goroutine on the system call uses Queue
+// and Flush instead: the first writer of a batch writes it (after letting
+// go of its own locks), writers that queue meanwhile join the next batch,
+// and no goroutine is started, nor thread woken, for an uncontended write.
+//
 // Reads are buffered too: x/net's HTTP/2 server reads each frame's
 // 9-byte header and then its payload straight from the connection, two
 // read(2)s a frame. A Conn reads what has arrived in one, into a pooled
@@ -140,10 +145,60 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Queue adds p to the next batch without writing it, for a caller that
+// can spend its own goroutine on the system call instead of starting the
+// writer goroutine (and waking a thread for it) as Write does. It reports
+// whether the caller must write the batch: it must then call Flush, once
+// it holds no lock that other writers need, so that those arriving while
+// the write(2) is in progress add to the next batch instead of waiting.
+// Until then the batch is the caller's: Close waits for its Flush.
+func (c *Conn) Queue(p []byte) (flush bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// pending is never left without a writer, so waiting here ends.
+	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
+		c.wait()
+	}
+	if c.err != nil {
+		return false, c.err
+	}
+	c.pending = append(c.pending, p...)
+	if !c.flushing {
+		c.flushing = true
+		return true, nil
+	}
+	return false, nil
+}
+
+// ownBatches bounds the batches Flush writes on its caller's goroutine;
+// what gathers after them goes to the writer goroutine.
+const ownBatches = 2
+
+// Flush writes the batch Queue gave the caller.
+func (c *Conn) Flush() {
+	c.mu.Lock()
+	c.writeBatches(ownBatches)
+	if len(c.pending) > 0 && c.err == nil {
+		c.mu.Unlock()
+		go c.flush() // still flushing: the writer goroutine takes over
+		return
+	}
+	c.doneFlushing()
+	c.mu.Unlock()
+}
+
 // flush writes batches until none is left.
 func (c *Conn) flush() {
 	c.mu.Lock()
-	for len(c.pending) > 0 && c.err == nil {
+	c.writeBatches(-1)
+	c.doneFlushing()
+	c.mu.Unlock()
+}
+
+// writeBatches writes pending batches, at most max of them (-1: all),
+// under c.mu, which it releases during each write.
+func (c *Conn) writeBatches(max int) {
+	for ; max != 0 && len(c.pending) > 0 && c.err == nil; max-- {
 		batch := c.pending
 		c.pending = c.spare[:0]
 		c.mu.Unlock()
@@ -161,12 +216,15 @@ func (c *Conn) flush() {
 		}
 		c.drained.Broadcast()
 	}
+}
+
+// doneFlushing ends a writer's turn; c.mu is held.
+func (c *Conn) doneFlushing() {
 	c.flushing = false
 	if len(c.pending) == 0 && cap(c.pending) > 64<<10 {
 		c.pending = nil
 	}
 	c.drained.Broadcast()
-	c.mu.Unlock()
 }
 
 // decide makes writes direct unless first, the connection's first

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/straitgw/strait/internal/h2frames"
+	"github.com/straitgw/strait/internal/writebatch"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -68,9 +69,14 @@ type conn struct {
 	// under it. It is taken before mu, never while mu is held.
 	wmu  sync.Mutex
 	wbuf []byte
-	henc h2frames.HeaderEncoder
-	hbuf []byte // a header block being written
-	werr error
+	// wb is nc when its writes are batched (h2c); then the holder of wmu
+	// whose frames began a batch writes it once it lets wmu go (flushW,
+	// unlockW).
+	wb     *writebatch.Conn
+	flushW bool
+	henc   h2frames.HeaderEncoder
+	hbuf   []byte // a header block being written
+	werr   error
 
 	// mu guards the state below and every stream's.
 	mu sync.Mutex
@@ -114,6 +120,7 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 		recvWindow: connWindow,
 	}
 	c.flow.L = &c.mu
+	c.wb, _ = nc.(*writebatch.Conn) // the gateway batches h2c connections
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrameSize)
 	c.fr.MaxHeaderListSize = maxHeaderListSize
@@ -404,16 +411,41 @@ var errWindowOverflow = errors.New("a flow-control window went past 2^31-1")
 // write appends frames with fn under the write lock and writes them.
 func (c *conn) write(fn func([]byte) []byte) error {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	defer c.unlockW()
 	if c.werr != nil {
 		return c.werr
 	}
 	c.wbuf = fn(c.wbuf[:0])
-	_, err := c.nc.Write(c.wbuf)
+	err := c.send(c.wbuf)
 	if err != nil {
 		c.werr = err
 	}
 	return err
+}
+
+// send writes b, or queues it for a batch this goroutine writes in
+// unlockW; wmu is held.
+func (c *conn) send(b []byte) error {
+	if c.wb == nil {
+		_, err := c.nc.Write(b)
+		return err
+	}
+	flush, err := c.wb.Queue(b)
+	c.flushW = c.flushW || flush
+	return err
+}
+
+// unlockW releases wmu and then writes the batch this goroutine's frames
+// began, if they did: one write(2) on this goroutine rather than a
+// goroutine started for it, while frames that others queue meanwhile
+// leave in the next batch.
+func (c *conn) unlockW() {
+	flush := c.flushW
+	c.flushW = false
+	c.wmu.Unlock()
+	if flush {
+		c.wb.Flush()
+	}
 }
 
 // stream looks id up; c.mu is held. A stream the client never opened is

@@ -78,7 +78,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	var err error
 	if body == nil {
 		err = c.flushLocked()
-		c.wmu.Unlock()
+		c.unlockW()
 	} else {
 		err = c.writeBody(s, body)
 		body.Close()
@@ -138,13 +138,13 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 		err = &errRetry{err: err}
 		c.release()
 		c.unlock()
-		c.wmu.Unlock()
+		c.unlockW()
 		return err
 	}
 	if c.goingAway {
 		c.release()
 		c.unlock()
-		c.wmu.Unlock()
+		c.unlockW()
 		return &errRetry{err: &ConnError{Addr: c.addr, Err: errors.New("the server is going away")}}
 	}
 	s.id = c.nextID
@@ -197,7 +197,7 @@ func (c *conn) flushLocked() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.wbuf)
+	err := c.send(c.wbuf)
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > maxKeptWriteBuf {
 		c.wbuf = nil // a large body passed; do not keep its room
@@ -227,7 +227,7 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 	locked := true
 	defer func() {
 		if locked {
-			c.wmu.Unlock()
+			c.unlockW()
 		}
 	}()
 	var eof bool
@@ -235,15 +235,18 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 		// Wait for room in both windows.
 		c.mu.Lock()
 		for s.err == nil && !s.ended && c.err == nil && (s.sendWindow <= 0 || c.sendWindow <= 0) {
-			if len(c.wbuf) > 0 {
+			if len(c.wbuf) > 0 || c.flushW {
 				c.mu.Unlock()
 				if err := c.flushLocked(); err != nil {
 					return err
 				}
+				// What is queued goes out before this waits.
+				c.unlockW()
+				c.wmu.Lock()
 				c.mu.Lock()
 				continue
 			}
-			c.wmu.Unlock()
+			c.wmu.Unlock() // nothing queued: flushW is false
 			locked = false
 			c.flow.Wait()
 			c.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/straitgw/strait/internal/h2frames"
+	"github.com/straitgw/strait/internal/writebatch"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -92,6 +93,8 @@ type conn struct {
 	// wmu serialises writes to nc; the HPACK encoder and the frame buffer
 	// are under it. It is never taken while mu is held.
 	wmu      sync.Mutex
+	wb       *writebatch.Conn // nc
+	flushW   bool             // the holder of wmu must write a batch (unlockW)
 	wbuf     []byte
 	henc     h2frames.HeaderEncoder
 	hbuf     []byte    // a header block being written
@@ -123,6 +126,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		recvWin: connWindow, wtimeout: orDefault(s.WriteTimeout, DefaultWriteTimeout),
 		fwindow: orDefault(s.floodWindow, defaultFloodWindow)}
 	c.flow.L = &c.mu
+	c.wb = nc.(*writebatch.Conn) // ServeConn wraps every connection
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -223,7 +227,7 @@ func (c *conn) start(prefaceRead bool) error {
 	)
 	c.wbuf = h2frames.AppendWindowUpdate(c.wbuf, 0, connWindow-65535)
 	err := c.writeLocked()
-	c.wmu.Unlock()
+	c.unlockW()
 	if err != nil {
 		return err
 	}
@@ -266,7 +270,8 @@ func (c *conn) writeLocked() error {
 		_ = c.nc.SetWriteDeadline(now.Add(c.wtimeout))
 		c.wdlRenew = now.Add(c.wtimeout / 8)
 	}
-	_, err := c.nc.Write(c.wbuf)
+	flush, err := c.wb.Queue(c.wbuf)
+	c.flushW = c.flushW || flush
 	if cap(c.wbuf) > 64<<10 {
 		c.wbuf = nil // a large body's buffer is not kept
 	} else {
@@ -275,12 +280,25 @@ func (c *conn) writeLocked() error {
 	return err
 }
 
+// unlockW releases the write lock and then, if this goroutine's frames
+// began a batch, writes the batch on this goroutine (writebatch.Queue):
+// one write(2) and no goroutine started, while frames that other
+// goroutines queue meanwhile leave in the next batch.
+func (c *conn) unlockW() {
+	flush := c.flushW
+	c.flushW = false
+	c.wmu.Unlock()
+	if flush {
+		c.wb.Flush()
+	}
+}
+
 // writeFrames writes what build appends.
 func (c *conn) writeFrames(build func([]byte) []byte) error {
 	c.wmu.Lock()
 	c.wbuf = build(c.wbuf[:0])
 	err := c.writeLocked()
-	c.wmu.Unlock()
+	c.unlockW()
 	return err
 }
 
@@ -530,7 +548,7 @@ func (c *conn) settings(f *http2.SettingsFrame) error {
 	c.wmu.Lock()
 	c.wbuf = h2frames.AppendSettingsAck(c.wbuf[:0])
 	err = c.writeLocked()
-	c.wmu.Unlock()
+	c.unlockW()
 	return err
 }
 

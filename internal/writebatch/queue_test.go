@@ -1,10 +1,6 @@
 package writebatch
 
 import (
-	"encoding/binary"
-	"io"
-	"net"
-	"sync"
 	"testing"
 )
 
@@ -73,76 +69,5 @@ func TestCloseWaitsForAQueuedBatch(t *testing.T) {
 	<-closed
 	if s.count() != 1 || string(s.writes[0]) != "last words" {
 		t.Fatalf("writes %q", s.writes)
-	}
-}
-
-// TestQueueAndWriteTogetherOverTCP mixes Queue and Write from many
-// goroutines; every record arrives, in each writer's order.
-func TestQueueAndWriteTogetherOverTCP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	const writers, each = 8, 2000
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(raw)
-	var wg sync.WaitGroup
-	var mu sync.Mutex // the caller's own write lock, as h2server's
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec := make([]byte, 64)
-			for i := range each {
-				binary.BigEndian.PutUint32(rec, uint32(w))
-				binary.BigEndian.PutUint32(rec[4:], uint32(i))
-				mu.Lock()
-				var flush bool
-				var err error
-				if w%2 == 0 {
-					flush, err = c.Queue(rec)
-				} else {
-					_, err = c.Write(rec)
-				}
-				mu.Unlock()
-				if flush {
-					c.Flush()
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b := <-got
-	if len(b) != writers*each*64 {
-		t.Fatalf("%d bytes arrived, want %d", len(b), writers*each*64)
-	}
-	next := make([]uint32, writers)
-	for off := 0; off < len(b); off += 64 {
-		w, i := binary.BigEndian.Uint32(b[off:]), binary.BigEndian.Uint32(b[off+4:])
-		if i != next[w] {
-			t.Fatalf("writer %d: record %d arrived where %d was next", w, i, next[w])
-		}
-		next[w]++
 	}
 }

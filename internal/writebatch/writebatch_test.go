@@ -119,7 +119,38 @@ func TestWritesBeyondTheBoundWaitForTheSocket(t *testing.T) {
 
 // TestConcurrentWritersOverTCP checks that every write arrives whole and
 // in its writer's order through a real socket.
+// TestConcurrentWritersOverTCP: records written from many goroutines,
+// each under the caller's own lock as an HTTP/2 framer's are, all arrive
+// in each writer's order, whether they go by Write or by Queue and Flush
+// or both.
 func TestConcurrentWritersOverTCP(t *testing.T) {
+	byWrite := func(c *Conn, w int, rec []byte, mu *sync.Mutex) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := c.Write(rec)
+		return err
+	}
+	byQueue := func(c *Conn, w int, rec []byte, mu *sync.Mutex) error {
+		mu.Lock()
+		flush, err := c.Queue(rec)
+		mu.Unlock()
+		if flush {
+			c.Flush()
+		}
+		return err
+	}
+	mixed := func(c *Conn, w int, rec []byte, mu *sync.Mutex) error {
+		if w%2 == 0 {
+			return byQueue(c, w, rec, mu)
+		}
+		return byWrite(c, w, rec, mu)
+	}
+	for name, write := range map[string]func(*Conn, int, []byte, *sync.Mutex) error{"Write": byWrite, "Queue": byQueue, "mixed": mixed} {
+		t.Run(name, func(t *testing.T) { concurrentWritersOverTCP(t, write) })
+	}
+}
+
+func concurrentWritersOverTCP(t *testing.T, write func(c *Conn, w int, rec []byte, mu *sync.Mutex) error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +173,7 @@ func TestConcurrentWritersOverTCP(t *testing.T) {
 	}
 	c := New(raw)
 	var wg sync.WaitGroup
-	var mu sync.Mutex // writes are whole frames, as from an HTTP/2 framer
+	var mu sync.Mutex
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -151,10 +182,7 @@ func TestConcurrentWritersOverTCP(t *testing.T) {
 			for i := range each {
 				binary.BigEndian.PutUint32(rec, uint32(w))
 				binary.BigEndian.PutUint32(rec[4:], uint32(i))
-				mu.Lock()
-				_, err := c.Write(rec)
-				mu.Unlock()
-				if err != nil {
+				if err := write(c, w, rec, &mu); err != nil {
 					t.Error(err)
 					return
 				}

@@ -72,7 +72,10 @@ func metadataFrame(n int) []byte {
 // slowly but within the timeout, and then idles, is left alone.
 func TestStalledFrameIsClosed(t *testing.T) {
 	t.Parallel()
-	const timeout = 500 * time.Millisecond
+	// Long enough that the keeper's two writes, 1/10 of it apart, stay
+	// within it on a machine loaded by the race detector and other
+	// packages' tests (at 500 ms they once did not).
+	const timeout = 1500 * time.Millisecond
 	var open atomic.Int32
 	logs := &testkit.SyncBuffer{}
 	g := startGatewayTo(t, []string{countingBroker(t, &open)}, func(o *Options) {
@@ -86,7 +89,7 @@ func TestStalledFrameIsClosed(t *testing.T) {
 	keeper := dialRaw(t, g.addr)
 	first := requestFrame(apiVersionsV3("keeper"), 1, "keeper")
 	keeper.write(first[:10])
-	time.Sleep(timeout / 5)
+	time.Sleep(timeout / 10)
 	keeper.write(first[10:])
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 3

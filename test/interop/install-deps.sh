@@ -8,6 +8,7 @@
 # local-kms, a local server of the AWS KMS API that the AWS KMS backend is
 # tested against, is built with go install (into $(go env GOPATH)/bin).
 # redis-server, which the LLM gateway's shared limits are tested against.
+# curl, whose HTTP/2 (nghttp2) is a client of the gateway's own HTTP/2 server.
 # helm, which renders and lints the chart under deploy/helm (go install).
 #
 # Run as root (or with sudo) on Debian 12; then
@@ -23,6 +24,7 @@ fi
 pkgs="kcat python3-kafka python3-confluent-kafka python3-snappy python3-lz4 python3-zstandard"
 pkgs="$pkgs python3-requests python3-jsonschema python3-protobuf"
 pkgs="$pkgs redis-server"
+pkgs="$pkgs curl" # its HTTP/2 is nghttp2: a client for the gateway's own HTTP/2 server
 if ! command -v node >/dev/null 2>&1; then
 	pkgs="$pkgs nodejs npm"
 fi

@@ -632,6 +632,8 @@ func (c *conn) data(f *http2.DataFrame) error {
 		return err
 	}
 	switch {
+	case code == http2.ErrCodeStreamClosed:
+		return c.dataAfterEnd(st)
 	case code != 0xffffffff && st != nil:
 		return c.resetStream(st, code)
 	case st == nil:
@@ -691,6 +693,23 @@ func (c *conn) giveBack(st *stream, n int64) error {
 
 // resetStream ends a stream for an error: RST_STREAM is sent, its
 // handler's context cancelled and its body's reads fail.
+// dataAfterEnd answers DATA on a stream the client has ended. While the
+// answer is still being sent, the stream is reset. Once its end has been
+// sent too, the stream is closed, though its handler may not have
+// returned yet (the client can answer the last frame before then): that
+// is answered as a stream already gone, with RST_STREAM alone.
+func (c *conn) dataAfterEnd(st *stream) error {
+	c.wmu.Lock()
+	if st.ended {
+		c.wbuf = h2frames.AppendRSTStream(c.wbuf[:0], st.id, http2.ErrCodeStreamClosed)
+		err := c.writeLocked()
+		c.unlockW()
+		return err
+	}
+	c.unlockW()
+	return c.resetStream(st, http2.ErrCodeStreamClosed)
+}
+
 func (c *conn) resetStream(st *stream, code http2.ErrCode) error {
 	c.mu.Lock()
 	already := st.aborted()

@@ -293,6 +293,27 @@ func TestStreamIDRules(t *testing.T) {
 	})
 }
 
+// TestDataAfterBothEnds: a handler that has sent its whole answer
+// (Content-Length reached: END_STREAM goes with the last DATA) may not
+// have returned when the client's next frame arrives. The stream is
+// closed on the wire, so DATA on it is answered with RST_STREAM
+// (STREAM_CLOSED), as for a stream already gone, and not dropped.
+func TestDataAfterBothEnds(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr := rawServer(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		io.WriteString(w, "ok")
+		<-release // still running after END_STREAM went out
+	})})
+	c := dialRaw(t, addr, false)
+	c.request(1, true)
+	c.expectStatus(1, "200")
+	c.until("end of stream 1", func(f http2.Frame) bool { return f.Header().Flags.Has(http2.FlagDataEndStream) })
+	c.fr.WriteData(1, false, []byte("late"))
+	c.expectRST(1, http2.ErrCodeStreamClosed)
+}
+
 func TestMaxConcurrentStreams(t *testing.T) {
 	addr := rawServer(t, &Server{MaxConcurrentStreams: 2})
 	c := dialRaw(t, addr, false)

@@ -71,3 +71,35 @@ func TestCloseWaitsForAQueuedBatch(t *testing.T) {
 		t.Fatalf("writes %q", s.writes)
 	}
 }
+
+// TestLockedUnlockWritesWhatItsHolderQueued: the holder whose write began
+// a batch writes it in Unlock; over a connection that does not batch,
+// Write writes at once.
+func TestLockedUnlockWritesWhatItsHolderQueued(t *testing.T) {
+	s := newStuck()
+	close(s.gate)
+	var l Locked
+	l.Init(New(s))
+	l.Lock()
+	if _, err := l.Write([]byte("frames")); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Owed() || s.count() != 0 {
+		t.Fatalf("owed %v, %d writes, before Unlock", l.Owed(), s.count())
+	}
+	l.Unlock()
+	if s.count() != 1 || string(s.writes[0]) != "frames" {
+		t.Fatalf("after Unlock: writes %q", s.writes)
+	}
+
+	plain := newStuck()
+	close(plain.gate)
+	var p Locked
+	p.Init(plain)
+	p.Lock()
+	p.Write([]byte("now"))
+	if p.Owed() || plain.count() != 1 {
+		t.Fatalf("over a plain connection: owed %v, %d writes", p.Owed(), plain.count())
+	}
+	p.Unlock()
+}

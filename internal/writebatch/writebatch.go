@@ -18,6 +18,8 @@
 // and Flush instead: the first writer of a batch writes it (after letting
 // go of its own locks), writers that queue meanwhile join the next batch,
 // and no goroutine is started, nor thread woken, for an uncontended write.
+// Locked pairs the two with its user's write lock, so that Unlock writes
+// what its holder began.
 //
 // Reads are buffered too: x/net's HTTP/2 server reads each frame's
 // 9-byte header and then its payload straight from the connection, two

@@ -145,12 +145,19 @@ func TestConcurrentWritersOverTCP(t *testing.T) {
 		}
 		return byWrite(c, w, rec, mu)
 	}
-	for name, write := range map[string]func(*Conn, int, []byte, *sync.Mutex) error{"Write": byWrite, "Queue": byQueue, "mixed": mixed} {
-		t.Run(name, func(t *testing.T) { concurrentWritersOverTCP(t, write) })
+	var l Locked // over the connection of the "Locked" run
+	byLocked := func(c *Conn, w int, rec []byte, _ *sync.Mutex) error {
+		l.Lock()
+		defer l.Unlock()
+		_, err := l.Write(rec)
+		return err
+	}
+	for name, write := range map[string]func(*Conn, int, []byte, *sync.Mutex) error{"Write": byWrite, "Queue": byQueue, "mixed": mixed, "Locked": byLocked} {
+		t.Run(name, func(t *testing.T) { concurrentWritersOverTCP(t, write, &l) })
 	}
 }
 
-func concurrentWritersOverTCP(t *testing.T, write func(c *Conn, w int, rec []byte, mu *sync.Mutex) error) {
+func concurrentWritersOverTCP(t *testing.T, write func(c *Conn, w int, rec []byte, mu *sync.Mutex) error, l *Locked) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +179,7 @@ func concurrentWritersOverTCP(t *testing.T, write func(c *Conn, w int, rec []byt
 		t.Fatal(err)
 	}
 	c := New(raw)
+	l.Init(c)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for w := range writers {

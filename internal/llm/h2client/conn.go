@@ -67,16 +67,11 @@ type conn struct {
 
 	// wmu serialises writes; the HPACK encoder and the write buffer are
 	// under it. It is taken before mu, never while mu is held.
-	wmu  sync.Mutex
+	wmu  writebatch.Locked // over nc; its Unlock writes a batch the holder began
 	wbuf []byte
-	// wb is nc when its writes are batched (h2c); then the holder of wmu
-	// whose frames began a batch writes it once it lets wmu go (flushW,
-	// unlockW).
-	wb     *writebatch.Conn
-	flushW bool
-	henc   h2frames.HeaderEncoder
-	hbuf   []byte // a header block being written
-	werr   error
+	henc h2frames.HeaderEncoder
+	hbuf []byte // a header block being written
+	werr error
 
 	// mu guards the state below and every stream's.
 	mu sync.Mutex
@@ -120,7 +115,7 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 		recvWindow: connWindow,
 	}
 	c.flow.L = &c.mu
-	c.wb, _ = nc.(*writebatch.Conn) // the gateway batches h2c connections
+	c.wmu.Init(nc) // the gateway batches h2c connections (*writebatch.Conn)
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrameSize)
 	c.fr.MaxHeaderListSize = maxHeaderListSize
@@ -269,7 +264,7 @@ func (c *conn) closeIfIdle(d time.Duration) {
 	c.t.mu.Unlock()
 	c.t.remove(c)
 	c.wmu.Lock()
-	c.nc.Write(h2frames.AppendGoAway(nil, 0, http2.ErrCodeNo, ""))
+	c.wmu.Write(h2frames.AppendGoAway(nil, 0, http2.ErrCodeNo, ""))
 	c.wmu.Unlock()
 	c.nc.Close()
 }
@@ -297,7 +292,7 @@ func (c *conn) fail(err error, code http2.ErrCode) {
 	c.t.remove(c)
 	if code != http2.ErrCodeNo {
 		c.wmu.Lock()
-		c.nc.Write(h2frames.AppendGoAway(nil, 0, code, err.Error()))
+		c.wmu.Write(h2frames.AppendGoAway(nil, 0, code, err.Error()))
 		c.wmu.Unlock()
 	}
 	c.nc.Close()
@@ -411,41 +406,16 @@ var errWindowOverflow = errors.New("a flow-control window went past 2^31-1")
 // write appends frames with fn under the write lock and writes them.
 func (c *conn) write(fn func([]byte) []byte) error {
 	c.wmu.Lock()
-	defer c.unlockW()
+	defer c.wmu.Unlock()
 	if c.werr != nil {
 		return c.werr
 	}
 	c.wbuf = fn(c.wbuf[:0])
-	err := c.send(c.wbuf)
+	_, err := c.wmu.Write(c.wbuf)
 	if err != nil {
 		c.werr = err
 	}
 	return err
-}
-
-// send writes b, or queues it for a batch this goroutine writes in
-// unlockW; wmu is held.
-func (c *conn) send(b []byte) error {
-	if c.wb == nil {
-		_, err := c.nc.Write(b)
-		return err
-	}
-	flush, err := c.wb.Queue(b)
-	c.flushW = c.flushW || flush
-	return err
-}
-
-// unlockW releases wmu and then writes the batch this goroutine's frames
-// began, if they did: one write(2) on this goroutine rather than a
-// goroutine started for it, while frames that others queue meanwhile
-// leave in the next batch.
-func (c *conn) unlockW() {
-	flush := c.flushW
-	c.flushW = false
-	c.wmu.Unlock()
-	if flush {
-		c.wb.Flush()
-	}
 }
 
 // stream looks id up; c.mu is held. A stream the client never opened is

@@ -78,7 +78,7 @@ func (c *conn) roundTrip(req *http.Request) (*http.Response, error) {
 	var err error
 	if body == nil {
 		err = c.flushLocked()
-		c.unlockW()
+		c.wmu.Unlock()
 	} else {
 		err = c.writeBody(s, body)
 		body.Close()
@@ -138,13 +138,13 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 		err = &errRetry{err: err}
 		c.release()
 		c.unlock()
-		c.unlockW()
+		c.wmu.Unlock()
 		return err
 	}
 	if c.goingAway {
 		c.release()
 		c.unlock()
-		c.unlockW()
+		c.wmu.Unlock()
 		return &errRetry{err: &ConnError{Addr: c.addr, Err: errors.New("the server is going away")}}
 	}
 	s.id = c.nextID
@@ -197,7 +197,7 @@ func (c *conn) flushLocked() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	err := c.send(c.wbuf)
+	_, err := c.wmu.Write(c.wbuf)
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > maxKeptWriteBuf {
 		c.wbuf = nil // a large body passed; do not keep its room
@@ -227,7 +227,7 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 	locked := true
 	defer func() {
 		if locked {
-			c.unlockW()
+			c.wmu.Unlock()
 		}
 	}()
 	var eof bool
@@ -235,18 +235,18 @@ func (c *conn) writeBody(s *stream, body io.Reader) error {
 		// Wait for room in both windows.
 		c.mu.Lock()
 		for s.err == nil && !s.ended && c.err == nil && (s.sendWindow <= 0 || c.sendWindow <= 0) {
-			if len(c.wbuf) > 0 || c.flushW {
+			if len(c.wbuf) > 0 || c.wmu.Owed() {
 				c.mu.Unlock()
 				if err := c.flushLocked(); err != nil {
 					return err
 				}
 				// What is queued goes out before this waits.
-				c.unlockW()
+				c.wmu.Unlock()
 				c.wmu.Lock()
 				c.mu.Lock()
 				continue
 			}
-			c.wmu.Unlock() // nothing queued: flushW is false
+			c.wmu.Unlock() // nothing is owed
 			locked = false
 			c.flow.Wait()
 			c.mu.Unlock()

@@ -92,9 +92,7 @@ type conn struct {
 
 	// wmu serialises writes to nc; the HPACK encoder and the frame buffer
 	// are under it. It is never taken while mu is held.
-	wmu      sync.Mutex
-	wb       *writebatch.Conn // nc
-	flushW   bool             // the holder of wmu must write a batch (unlockW)
+	wmu      writebatch.Locked // over nc, which ServeConn makes a *writebatch.Conn
 	wbuf     []byte
 	henc     h2frames.HeaderEncoder
 	hbuf     []byte    // a header block being written
@@ -126,7 +124,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		recvWin: connWindow, wtimeout: orDefault(s.WriteTimeout, DefaultWriteTimeout),
 		fwindow: orDefault(s.floodWindow, defaultFloodWindow)}
 	c.flow.L = &c.mu
-	c.wb = nc.(*writebatch.Conn) // ServeConn wraps every connection
+	c.wmu.Init(nc)
 	base := s.BaseContext
 	if base == nil {
 		base = context.Background()
@@ -227,7 +225,7 @@ func (c *conn) start(prefaceRead bool) error {
 	)
 	c.wbuf = h2frames.AppendWindowUpdate(c.wbuf, 0, connWindow-65535)
 	err := c.writeLocked()
-	c.unlockW()
+	c.wmu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -270,8 +268,7 @@ func (c *conn) writeLocked() error {
 		_ = c.nc.SetWriteDeadline(now.Add(c.wtimeout))
 		c.wdlRenew = now.Add(c.wtimeout / 8)
 	}
-	flush, err := c.wb.Queue(c.wbuf)
-	c.flushW = c.flushW || flush
+	_, err := c.wmu.Write(c.wbuf)
 	if cap(c.wbuf) > 64<<10 {
 		c.wbuf = nil // a large body's buffer is not kept
 	} else {
@@ -280,25 +277,12 @@ func (c *conn) writeLocked() error {
 	return err
 }
 
-// unlockW releases the write lock and then, if this goroutine's frames
-// began a batch, writes the batch on this goroutine (writebatch.Queue):
-// one write(2) and no goroutine started, while frames that other
-// goroutines queue meanwhile leave in the next batch.
-func (c *conn) unlockW() {
-	flush := c.flushW
-	c.flushW = false
-	c.wmu.Unlock()
-	if flush {
-		c.wb.Flush()
-	}
-}
-
 // writeFrames writes what build appends.
 func (c *conn) writeFrames(build func([]byte) []byte) error {
 	c.wmu.Lock()
 	c.wbuf = build(c.wbuf[:0])
 	err := c.writeLocked()
-	c.unlockW()
+	c.wmu.Unlock()
 	return err
 }
 
@@ -548,7 +532,7 @@ func (c *conn) settings(f *http2.SettingsFrame) error {
 	c.wmu.Lock()
 	c.wbuf = h2frames.AppendSettingsAck(c.wbuf[:0])
 	err = c.writeLocked()
-	c.unlockW()
+	c.wmu.Unlock()
 	return err
 }
 
@@ -703,10 +687,10 @@ func (c *conn) dataAfterEnd(st *stream) error {
 	if st.ended {
 		c.wbuf = h2frames.AppendRSTStream(c.wbuf[:0], st.id, http2.ErrCodeStreamClosed)
 		err := c.writeLocked()
-		c.unlockW()
+		c.wmu.Unlock()
 		return err
 	}
-	c.unlockW()
+	c.wmu.Unlock()
 	return c.resetStream(st, http2.ErrCodeStreamClosed)
 }
 

@@ -228,7 +228,7 @@ func (c *conn) tooLarge(id uint32, ended bool) error {
 		c.wbuf = h2frames.AppendRSTStream(c.wbuf, id, http2.ErrCodeNo)
 	}
 	err := c.writeLocked()
-	c.unlockW()
+	c.wmu.Unlock()
 	return err
 }
 

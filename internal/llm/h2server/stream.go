@@ -105,7 +105,7 @@ func (st *stream) sendRST(code http2.ErrCode) {
 		c.wbuf = h2frames.AppendRSTStream(c.wbuf[:0], st.id, code)
 		_ = c.writeLocked()
 	}
-	c.unlockW()
+	c.wmu.Unlock()
 }
 
 // run runs the handler and ends the stream.
@@ -170,7 +170,7 @@ func (st *stream) endResponse() {
 			}
 			_ = c.writeLocked()
 		}
-		c.unlockW()
+		c.wmu.Unlock()
 	}
 }
 
@@ -421,7 +421,7 @@ func (st *stream) writeHeaders(endStream bool) error {
 	c := st.c
 	maxFrame := c.maxFrame()
 	c.wmu.Lock()
-	defer c.unlockW()
+	defer c.wmu.Unlock()
 	st.sentHeaders = true
 	if st.ended {
 		return st.endedErr()
@@ -455,7 +455,7 @@ func (st *stream) writeHeaders(endStream bool) error {
 func (st *stream) writeData(p []byte, endStream bool) error {
 	c := st.c
 	c.wmu.Lock()
-	defer c.unlockW()
+	defer c.wmu.Unlock()
 	if st.ended {
 		return st.endedErr()
 	}
@@ -479,7 +479,7 @@ func (st *stream) writeContinue() {
 		c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, c.hbuf, false, maxFrame)
 		_ = c.writeLocked()
 	}
-	c.unlockW()
+	c.wmu.Unlock()
 }
 
 // endedErr is a write's error once the stream has ended on the wire.

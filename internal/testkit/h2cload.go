@@ -3,7 +3,9 @@ package testkit
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -28,6 +30,73 @@ type H2CRequest struct {
 	Body                           []byte
 }
 
+// headerBlock encodes req's header fields never indexed, so that the
+// same bytes serve every request on a connection.
+func (req H2CRequest) headerBlock() []byte {
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
+		{Name: ":path", Value: req.Path}, {Name: ":authority", Value: req.Authority},
+		{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: req.Authorization},
+		{Name: "content-length", Value: strconv.Itoa(len(req.Body))}} {
+		f.Sensitive = true
+		enc.WriteField(f)
+	}
+	return hb.Bytes()
+}
+
+// H2CHold opens copies of a request on one HTTP/2 connection with prior
+// knowledge and leaves them open, for measuring what a server holds per
+// request in flight: frames are written by hand and nothing is kept per
+// request, and the answers are read and dropped.
+type H2CHold struct {
+	nc    net.Conn
+	fr    *http2.Framer
+	block []byte
+	body  []byte
+	next  uint32
+}
+
+// DialH2CHold connects to addr, with windows large enough for every
+// answer; the connection closes with Close, or with the test.
+func DialH2CHold(tb testing.TB, addr string, req H2CRequest) *H2CHold {
+	tb.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	h := &H2CHold{nc: nc, fr: http2.NewFramer(nc, nc), block: req.headerBlock(), body: req.Body, next: 1}
+	io.WriteString(nc, http2.ClientPreface)
+	h.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	h.fr.WriteWindowUpdate(0, 1<<30)
+	go io.Copy(io.Discard, nc)
+	return h
+}
+
+// Close closes the connection.
+func (h *H2CHold) Close() { h.nc.Close() }
+
+// Open sends k more requests, each a HEADERS and a DATA frame.
+func (h *H2CHold) Open(k int) {
+	for range k {
+		h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: h.next, BlockFragment: h.block, EndHeaders: true})
+		h.fr.WriteData(h.next, true, h.body)
+		h.next += 2
+	}
+}
+
+// MemInUse is the heap and the goroutine stack memory in use after two
+// collections (the second empties the sync.Pools, whose contents belong
+// to no request).
+func MemInUse() (heap, stack uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse
+}
+
 // h2cDepth is how many requests BenchH2CPipeline keeps in flight.
 const h2cDepth = 64
 
@@ -44,16 +113,7 @@ func BenchH2CPipeline(b *testing.B, addr string, req H2CRequest) {
 		b.Fatal(err)
 	}
 	defer nc.Close()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-		{Name: ":path", Value: req.Path}, {Name: ":authority", Value: req.Authority},
-		{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: req.Authorization},
-		{Name: "content-length", Value: strconv.Itoa(len(req.Body))}} {
-		f.Sensitive = true // never indexed
-		enc.WriteField(f)
-	}
-	block := append([]byte(nil), hb.Bytes()...)
+	block := req.headerBlock()
 	var out bytes.Buffer
 	wfr := http2.NewFramer(&out, nil)
 	out.WriteString(http2.ClientPreface)

@@ -1,18 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/straitgw/strait/internal/testkit"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // BenchmarkH2CInFlightMemory is the gateway's memory per request in
@@ -50,46 +44,18 @@ func h2cInFlight(b testing.TB, strait bool, first, n int) (heap, stack float64) 
 	}
 	go g.Serve(ln, Listener{H2C: true, StraitH2C: strait})
 	defer g.Shutdown(context.Background())
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	fr := http2.NewFramer(nc, nc)
-	io.WriteString(nc, http2.ClientPreface)
-	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
-	fr.WriteWindowUpdate(0, 1<<30)
-	go io.Copy(io.Discard, nc) // the answers, read and dropped
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	body := []byte(referenceBody)
+	h := testkit.DialH2CHold(b, ln.Addr().String(), testkit.H2CRequest{Authority: "gateway", Path: "/v1/chat/completions",
+		Authorization: "Bearer " + testKey, Body: []byte(referenceBody)})
+	defer h.Close()
 	open := func(from, to int) {
 		prov.arrived.Add(to - from)
-		for i := from; i < to; i++ {
-			hb.Reset()
-			for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-				{Name: ":path", Value: "/v1/chat/completions"}, {Name: ":authority", Value: "gateway"},
-				{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: "Bearer " + testKey},
-				{Name: "content-length", Value: strconv.Itoa(len(body))}} {
-				enc.WriteField(f)
-			}
-			id := uint32(2*i + 1)
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
-			fr.WriteData(id, true, body)
-		}
+		h.Open(to - from)
 		prov.arrived.Wait()
 	}
-	memInUse := func() (uint64, uint64) {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc, ms.StackInuse
-	}
 	open(0, first)
-	heap0, stack0 := memInUse()
+	heap0, stack0 := testkit.MemInUse()
 	open(first, n)
-	heap1, stack1 := memInUse()
+	heap1, stack1 := testkit.MemInUse()
 	close(prov.release)
 	k := float64(n - first)
 	return (float64(heap1) - float64(heap0)) / k, (float64(stack1) - float64(stack0)) / k

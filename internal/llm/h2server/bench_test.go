@@ -2,8 +2,6 @@ package h2server
 
 import (
 	"bytes"
-	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/straitgw/strait/internal/h2sched"
 	"github.com/straitgw/strait/internal/testkit"
@@ -69,18 +66,6 @@ func serveStrait(b *testing.B, h http.Handler) string {
 	return ln.Addr().String()
 }
 
-// benchClient is x/net's h2c client; each of conns connections is
-// dialled once and shared by the requests.
-func benchClient() *http.Client {
-	return &http.Client{Transport: &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}}
-}
-
 // jsonHandler reads a JSON request and answers a small JSON body with
 // its length, as the gateway answers a JSON request.
 var jsonAnswer = []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"Paris."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}`)
@@ -114,7 +99,7 @@ func BenchmarkServe(b *testing.B) {
 					}
 					jsonHandler(w, r)
 				}))
-				c := benchClient()
+				c := h2cClient()
 				var held sync.WaitGroup
 				for range waiting {
 					held.Go(func() {
@@ -201,31 +186,11 @@ func inFlightMemory(b *testing.B, serve func(*testing.B, http.Handler) string, n
 		<-release
 		w.Write(jsonAnswer)
 	}))
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	fr := http2.NewFramer(nc, nc)
-	io.WriteString(nc, Preface)
-	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
-	fr.WriteWindowUpdate(0, 1<<30)
-	go io.Copy(io.Discard, nc) // the answers, read and dropped
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
+	h := testkit.DialH2CHold(b, addr, testkit.H2CRequest{Authority: addr, Path: "/v1/chat/completions",
+		Authorization: "Bearer sk-test", Body: jsonRequest})
+	defer h.Close()
 	open := func(from, to int) {
-		for i := from; i < to; i++ {
-			hb.Reset()
-			for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
-				{Name: ":path", Value: "/v1/chat/completions"}, {Name: ":authority", Value: addr},
-				{Name: "content-type", Value: "application/json"}, {Name: "authorization", Value: "Bearer sk-test"},
-				{Name: "content-length", Value: strconv.Itoa(len(jsonRequest))}} {
-				enc.WriteField(f)
-			}
-			id := uint32(2*i + 1)
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
-			fr.WriteData(id, true, jsonRequest)
-		}
+		h.Open(to - from)
 		for inside.Load() < int32(to) {
 			time.Sleep(time.Millisecond)
 		}
@@ -233,24 +198,13 @@ func inFlightMemory(b *testing.B, serve func(*testing.B, http.Handler) string, n
 	// What the connection itself holds is in both measurements; the
 	// difference is the last 6,000 requests'.
 	open(0, n/3)
-	heap0, stack0 := memInUse()
+	heap0, stack0 := testkit.MemInUse()
 	open(n/3, n)
-	heap1, stack1 := memInUse()
+	heap1, stack1 := testkit.MemInUse()
 	close(release)
 	wg.Wait()
 	k := float64(n - n/3)
 	return (float64(heap1) - float64(heap0)) / k, (float64(stack1) - float64(stack0)) / k
-}
-
-// memInUse is the heap and the goroutine stack memory in use after two
-// collections (the second empties the sync.Pools, whose contents belong
-// to no request).
-func memInUse() (heap, stack uint64) {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc, ms.StackInuse
 }
 
 // BenchmarkServeRaw is BenchmarkServe with a client that writes its

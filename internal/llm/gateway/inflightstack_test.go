@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/straitgw/strait/internal/llm/translate"
 )
 
 // Requests waiting for their provider hold little stack, which at
@@ -54,15 +52,9 @@ func TestTranslatedRequestsInFlightHoldSmallStacks(t *testing.T) {
 		return float64(int64(m1.StackInuse)-int64(m0.StackInuse)) / n
 	}
 	newGateway := func(prov *heldProvider) *Gateway {
-		g, err := New(Options{
-			Providers: []Provider{
-				{Name: "an", Dialect: translate.Anthropic, BaseURL: "http://127.0.0.1:9", APIKey: "sk-ant-x"},
-				{Name: "oa", Dialect: translate.OpenAI, BaseURL: "http://127.0.0.1:9", APIKey: "sk-oa-x"},
-			},
-			Routes: []Route{{Match: "claude-*", Provider: "an"}, {Match: "gpt-*", Provider: "oa"}},
-			Keys:   []Key{{Name: "k", SHA256: HashKey(testKey)}},
-			Log:    slog.New(slog.DiscardHandler),
-		})
+		o := bothDialectsOptions()
+		o.Log = slog.New(slog.DiscardHandler)
+		g, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,15 +70,22 @@ func TestReadUpToMakesOneBufferForAnAnnouncedSize(t *testing.T) {
 	}
 }
 
-func TestTargetRequestHeaderSharedOnlyWhenNothingOfTheClientsGoesThrough(t *testing.T) {
-	g, err := New(Options{
+// bothDialectsOptions routes claude-* to an Anthropic provider "an" and
+// gpt-* to an OpenAI provider "oa", both at an address nothing serves,
+// with one key, testKey.
+func bothDialectsOptions() Options {
+	return Options{
 		Providers: []Provider{
 			{Name: "an", Dialect: translate.Anthropic, BaseURL: "http://127.0.0.1:9", APIKey: "sk-ant-x"},
 			{Name: "oa", Dialect: translate.OpenAI, BaseURL: "http://127.0.0.1:9", APIKey: "sk-oa-x"},
 		},
 		Routes: []Route{{Match: "claude-*", Provider: "an"}, {Match: "gpt-*", Provider: "oa"}},
 		Keys:   []Key{{Name: "k", SHA256: HashKey(testKey)}},
-	})
+	}
+}
+
+func TestTargetRequestHeaderSharedOnlyWhenNothingOfTheClientsGoesThrough(t *testing.T) {
+	g, err := New(bothDialectsOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,8 +224,6 @@ type exchange struct {
 	// stopBase ends the attempt's watch on the gateway's own context,
 	// when one is set (limits active).
 	stopBase func() bool
-	// upWait is the attempt's wait for its provider's first answer.
-	upWait time.Duration
 	// timer enforces the provider's timeouts, one at a time (see
 	// phase): response_timeout until the first byte, then
 	// request_timeout, then the grace after a stream's terminator.
@@ -545,12 +543,12 @@ func (x *exchange) attempt(t *target, body []byte, req *jsonscan.Request) bool {
 	defer x.endAttempt()
 	x.sendStart = x.mark
 	resp, err := t.p.rt.RoundTrip(ureq)
-	x.roundTripped()
+	upWait := x.roundTripped()
 	if err != nil {
 		return x.upstreamFailed(err, false)
 	}
 	defer resp.Body.Close()
-	return x.relayResponse(resp)
+	return x.relayResponse(resp, upWait)
 }
 
 // upstreamRequest readies an attempt on t: the body in the provider's
@@ -636,8 +634,9 @@ func (x *exchange) endAttempt() {
 	x.cancel(nil)
 }
 
-// roundTripped records the send and wait stages once RoundTrip returns.
-func (x *exchange) roundTripped() {
+// roundTripped records the send and wait stages once RoundTrip returns,
+// and returns the wait for the provider's answer.
+func (x *exchange) roundTripped() time.Duration {
 	now := x.clock()
 	var upWait time.Duration
 	if wrote := time.Duration(x.wrote.Load()); wrote != 0 {
@@ -648,7 +647,7 @@ func (x *exchange) roundTripped() {
 		x.add(StageSend, now-x.sendStart)
 	}
 	x.mark = now
-	x.upWait = upWait
+	return upWait
 }
 
 // wrongContentType fails an attempt answered with JSON where a stream
@@ -662,11 +661,12 @@ func (x *exchange) wrongContentType(resp *http.Response) bool {
 		Message: fmt.Sprintf("provider %q answered with %s where %s was asked for", x.t.p.Name, got, want)})
 }
 
-// relayResponse relays the provider's answer to an attempt.
-func (x *exchange) relayResponse(resp *http.Response) bool {
+// relayResponse relays the provider's answer to an attempt, which it
+// waited upWait for.
+func (x *exchange) relayResponse(resp *http.Response, upWait time.Duration) bool {
 	p := x.t.p
 	x.upstreamStatus = resp.StatusCode
-	p.upstreamObs.Observe(x.upWait.Seconds())
+	p.upstreamObs.Observe(upWait.Seconds())
 	rb := &timedBody{r: resp.Body, x: x}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

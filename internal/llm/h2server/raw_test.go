@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -684,4 +685,77 @@ func TestEarlyAnswerStopsTheBody(t *testing.T) {
 	}
 	c.request(3, true)
 	c.expectStatus(3, "413")
+}
+
+// countingConn counts the writes made to it.
+type countingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.writes++
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *countingConn) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.writes }
+
+// TestHeadersAndBodyLeaveInOneWrite: an answer written in one Write goes
+// out as HEADERS and DATA in a single write to the socket, not one write
+// each; an answer with no Content-Length needs one more, for its end.
+// Each answer has a connection of its own, so that no other stream's
+// frames can join its batches.
+func TestHeadersAndBodyLeaveInOneWrite(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sized" {
+			w.Header().Set("Content-Length", "5")
+		}
+		io.WriteString(w, "hello")
+	})}
+	t.Cleanup(func() { s.Close() })
+	for _, tc := range []struct {
+		path   string
+		writes int
+	}{{"/sized", 1}, {"/unsized", 2}} {
+		srvSide, cliSide := net.Pipe()
+		t.Cleanup(func() { cliSide.Close() })
+		counted := &countingConn{Conn: srvSide}
+		go s.ServeConn(counted, false)
+		// net.Pipe has no buffer: the client writes on a goroutine of its
+		// own, with a framer of its own, while the test reads.
+		rd := &rawClient{t: t, nc: cliSide, fr: http2.NewFramer(nil, cliSide)}
+		rd.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+		wr := &rawClient{t: t, nc: cliSide, fr: http2.NewFramer(cliSide, nil)}
+		wr.enc = hpack.NewEncoder(&wr.hb)
+		send := make(chan struct{})
+		go func() {
+			io.WriteString(cliSide, Preface)
+			wr.fr.WriteSettings()
+			<-send
+			wr.request(1, true, ":method", "GET", ":scheme", "http", ":path", tc.path, ":authority", "x")
+		}()
+		rd.until("the SETTINGS ack", func(f http2.Frame) bool {
+			sf, ok := f.(*http2.SettingsFrame)
+			return ok && sf.IsAck()
+		})
+		before := counted.count()
+		close(send)
+		var body []byte
+		rd.until("the end of "+tc.path, func(f http2.Frame) bool {
+			if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+				body = append(body, d.Data()...)
+				return d.StreamEnded()
+			}
+			return false
+		})
+		if string(body) != "hello" {
+			t.Fatalf("%s: body %q", tc.path, body)
+		}
+		if n := counted.count() - before; n != tc.writes {
+			t.Errorf("%s: the answer took %d writes, want %d", tc.path, n, tc.writes)
+		}
+	}
 }

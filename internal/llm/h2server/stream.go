@@ -298,15 +298,26 @@ func (st *stream) Write(p []byte) (int, error) {
 	if st.clen >= 0 && st.written+int64(len(p)) > st.clen {
 		return 0, http.ErrContentLength
 	}
+	done := 0
 	if !st.sentHeaders {
 		if _, ok := st.header["Content-Type"]; !ok && len(p) > 0 {
 			st.header.Set("Content-Type", http.DetectContentType(p))
 		}
-		if err := st.writeHeaders(false); err != nil {
+		// The headers and the first DATA frame leave in one write when
+		// the windows let the data go at once, as they do for most
+		// answers; otherwise the headers go ahead of the wait.
+		if n := st.takeWindow(len(p)); n > 0 {
+			st.written += int64(n)
+			last := st.clen >= 0 && st.written == st.clen
+			if err := st.writeHeadersAndData(p[:n], last); err != nil {
+				return 0, err
+			}
+			p = p[n:]
+			done = n
+		} else if err := st.writeHeaders(false); err != nil {
 			return 0, err
 		}
 	}
-	done := 0
 	for len(p) > 0 {
 		n, err := st.awaitWindow(len(p))
 		if err != nil {
@@ -372,6 +383,22 @@ func (st *stream) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
+// takeWindow takes up to want bytes from the windows if they are open
+// now, and returns how many; it does not wait. 0 also when the stream
+// cannot be written: awaitWindow says why.
+func (st *stream) takeWindow(want int) int {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.err != nil || c.closed || st.ctx.Err() != nil {
+		return 0
+	}
+	n := max(min(int64(want), int64(c.peerMaxFrm), st.sendWin, c.sendWin), 0)
+	st.sendWin -= n
+	c.sendWin -= n
+	return int(n)
+}
+
 // awaitWindow waits until up to want bytes may be sent, takes them from
 // the windows and returns how many.
 func (st *stream) awaitWindow(want int) (int, error) {
@@ -426,6 +453,36 @@ func (st *stream) writeHeaders(endStream bool) error {
 	if st.ended {
 		return st.endedErr()
 	}
+	c.wbuf = st.appendHeaders(c.wbuf[:0], endStream, maxFrame)
+	if endStream {
+		st.ended = true
+	}
+	return c.writeLocked()
+}
+
+// writeHeadersAndData sends the response's HEADERS and its first DATA
+// frame, p, in one batch.
+func (st *stream) writeHeadersAndData(p []byte, endStream bool) error {
+	c := st.c
+	maxFrame := c.maxFrame()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	st.sentHeaders = true
+	if st.ended {
+		return st.endedErr()
+	}
+	c.wbuf = st.appendHeaders(c.wbuf[:0], false, maxFrame)
+	c.wbuf = h2frames.AppendData(c.wbuf, st.id, p, endStream)
+	if endStream {
+		st.ended = true
+	}
+	return c.writeLocked()
+}
+
+// appendHeaders appends the response's HEADERS (and CONTINUATIONs) to
+// b; wmu is held, for the encoder and c.hbuf.
+func (st *stream) appendHeaders(dst []byte, endStream bool, maxFrame int) []byte {
+	c := st.c
 	b := h2frames.AppendStatus(c.henc.Begin(c.hbuf[:0]), st.status)
 	for k, vs := range st.header {
 		if !validResponseField(k) {
@@ -439,15 +496,12 @@ func (st *stream) writeHeaders(endStream bool) error {
 			b = h2frames.AppendField(b, name, v, false)
 		}
 	}
+	dst = h2frames.AppendHeaderBlock(dst, st.id, b, endStream, maxFrame)
 	c.hbuf = b
-	c.wbuf = h2frames.AppendHeaderBlock(c.wbuf[:0], st.id, b, endStream, maxFrame)
-	if endStream {
-		st.ended = true
-	}
 	if cap(c.hbuf) > 64<<10 {
 		c.hbuf = nil // a large header block passed; do not keep its room
 	}
-	return c.writeLocked()
+	return dst
 }
 
 // writeData sends p (within the windows and the frame size) as one DATA

@@ -1287,6 +1287,7 @@ func (x *exchange) relayStream(resp *http.Response, body io.Reader) bool {
 	x.idle = p.StreamIdleTimeout
 	x.tmu.Unlock()
 	rd := sse.NewReader(body)
+	defer rd.Release()
 	// When another attempt could still answer, the client's response
 	// waits for the provider's first event: until then a failure is
 	// retried or falls back; after it, it can only end the stream.

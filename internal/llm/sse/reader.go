@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // DefaultMaxEventBytes bounds an event when Reader.MaxEventBytes is 0.
@@ -131,6 +132,25 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
+// bufs holds the first buffers of Readers that were released: a relay
+// reads one stream per request, and most streams' events fit the first
+// buffer, so it is reused rather than left to the collector.
+var bufs = sync.Pool{New: func() any { b := make([]byte, initialBufSize); return &b }}
+
+// Release gives the Reader's buffer back for another Reader to use. The
+// Reader, and every Event it returned, must not be used after it.
+func (r *Reader) Release() {
+	if cap(r.buf) == initialBufSize {
+		b := r.buf[:initialBufSize]
+		bufs.Put(&b)
+	}
+	r.buf = nil
+	r.start, r.end, r.returned = 0, 0, 0
+	r.err = errReleased
+}
+
+var errReleased = errors.New("sse: read after Release")
+
 // fill reads more input, making room first. It sets r.eof at the end of
 // input and returns other read errors.
 func (r *Reader) fill() error {
@@ -142,6 +162,9 @@ func (r *Reader) fill() error {
 		// start, so it survives the move.
 		n := copy(r.buf, r.buf[r.start:r.end])
 		r.start, r.end = 0, n
+	}
+	if r.buf == nil && r.end == 0 {
+		r.buf = (*bufs.Get().(*[]byte))[:initialBufSize]
 	}
 	if len(r.buf)-r.end < minReadSize {
 		size := max(2*len(r.buf), initialBufSize)

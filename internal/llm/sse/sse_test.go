@@ -386,3 +386,25 @@ func TestWriterErrorsStick(t *testing.T) {
 		t.Errorf("wrote %d more bytes after a failure", f.Len()-n)
 	}
 }
+
+// TestReleaseReusesTheBuffer: a released Reader's buffer serves the next
+// Reader, whose events are read whole, and the released Reader reads no
+// more.
+func TestReleaseReusesTheBuffer(t *testing.T) {
+	a := NewReader(strings.NewReader("data: one\n\n"))
+	if ev, err := a.Next(); err != nil || string(ev.Data) != "one" {
+		t.Fatalf("%q %v", ev.Data, err)
+	}
+	a.Release()
+	if _, err := a.Next(); err == nil {
+		t.Fatal("a released Reader read on")
+	}
+	b := NewReader(strings.NewReader("data: two\n\ndata: three\n\n"))
+	for _, want := range []string{"two", "three"} {
+		if ev, err := b.Next(); err != nil || string(ev.Data) != want {
+			t.Fatalf("after a Release: %q %v, want %q", ev.Data, err, want)
+		}
+	}
+	b.Release()
+	b.Release() // twice is harmless
+}

@@ -118,6 +118,9 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 	c.wmu.Init(nc) // the gateway batches h2c connections (*writebatch.Conn)
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrameSize)
+	// A DATA frame is handled (its bytes copied out) before the next is
+	// read, so one frame value serves them all.
+	c.fr.SetReuseFrames()
 	c.fr.MaxHeaderListSize = maxHeaderListSize
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.ReadMetaHeaders.SetMaxStringLength(maxHeaderListSize)

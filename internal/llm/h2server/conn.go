@@ -134,6 +134,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 	context.AfterFunc(c.ctx, c.cancelStreams)
 	c.fr = http2.NewFramer(nil, nc)
 	c.fr.SetMaxReadFrameSize(maxReadFrame)
+	// A DATA frame is handled (its bytes copied out) before the next is
+	// read, so one frame value serves them all.
+	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(4096, c.hb.emit)
 	c.dec.SetMaxStringLength(s.maxHeaderBytes())
 	c.hb.max = s.maxHeaderBytes()

@@ -62,6 +62,12 @@ type Conn struct {
 	// sniff: the first read decides between batched and direct writes.
 	sniff bool
 
+	// raw is the socket's raw reads and writes, for a TCP connection;
+	// nil for any other, which is written and read through net.Conn.
+	raw *rawSock
+	// dmu serialises direct writes, which share raw's write state.
+	dmu sync.Mutex
+
 	// waits, when set (by tests), is told each time a Write or Close
 	// starts waiting for the socket.
 	waits chan<- struct{}
@@ -85,7 +91,7 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 func (c *Conn) Read(p []byte) (int, error) {
 	if c.rbuf == nil {
 		if len(p) >= readChunk {
-			n, err := c.Conn.Read(p)
+			n, err := c.readSock(p)
 			if c.sniff && n > 0 {
 				c.sniff = false
 				c.decide(p[:n])
@@ -93,7 +99,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			return n, err
 		}
 		b := readBufs.Get().(*[]byte)
-		n, err := c.Conn.Read(*b)
+		n, err := c.readSock(*b)
 		if n <= 0 {
 			readBufs.Put(b)
 			return 0, err
@@ -114,9 +120,26 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readSock reads once from the socket.
+func (c *Conn) readSock(p []byte) (int, error) {
+	if c.raw == nil {
+		return c.Conn.Read(p)
+	}
+	return c.raw.read(p)
+}
+
+// writeSock writes p to the socket; one batch writer, or direct writer
+// under dmu, at a time.
+func (c *Conn) writeSock(p []byte) (int, error) {
+	if c.raw == nil {
+		return c.Conn.Write(p)
+	}
+	return c.raw.write(p)
+}
+
 // New wraps c.
 func New(c net.Conn) *Conn {
-	b := &Conn{Conn: c}
+	b := &Conn{Conn: c, raw: newRawSock(c)}
 	b.drained.L = &b.mu
 	return b
 }
@@ -128,7 +151,12 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if c.direct && !c.flushing && c.err == nil {
 		// Nothing is queued, so writing here keeps the order.
 		c.mu.Unlock()
-		return c.Conn.Write(p)
+		if c.raw == nil {
+			return c.Conn.Write(p)
+		}
+		c.dmu.Lock()
+		defer c.dmu.Unlock()
+		return c.raw.write(p)
 	}
 	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
 		c.wait()
@@ -204,7 +232,7 @@ func (c *Conn) writeBatches(max int) {
 		batch := c.pending
 		c.pending = c.spare[:0]
 		c.mu.Unlock()
-		_, err := c.Conn.Write(batch)
+		_, err := c.writeSock(batch)
 		c.mu.Lock()
 		c.spare = batch[:0]
 		if cap(c.spare) > maxPending {

@@ -1,0 +1,69 @@
+package writebatch
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestRawSocketReadsAsNetConnDoes: over TCP the Conn reads and writes
+// with raw system calls, and what a reader sees is what net.Conn gives:
+// the bytes, a read deadline as a timeout named "read", and the peer's
+// close as io.EOF.
+func TestRawSocketReadsAsNetConnDoes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			peer <- c
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(nc)
+	defer c.Close()
+	if c.raw == nil {
+		t.Fatal("a TCP connection is not read and written raw")
+	}
+	p := <-peer
+	defer p.Close()
+
+	// Both ways, more than a read buffer's worth.
+	want := bytes.Repeat([]byte("strait "), 10000)
+	go func() { p.Write(want) }()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %v, equal %v", err, bytes.Equal(got, want))
+	}
+	if flush, err := c.Queue(want); !flush || err != nil {
+		t.Fatalf("Queue %v %v", flush, err)
+	}
+	c.Flush()
+	if _, err := io.ReadFull(p, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("peer read %v", err)
+	}
+
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err = c.Read(make([]byte, 10))
+	var oe *net.OpError
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "read" {
+		t.Fatalf("a read past its deadline: %v, want a read deadline error", err)
+	}
+	c.SetReadDeadline(time.Time{})
+
+	p.Close()
+	if n, err := c.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Fatalf("after the peer closed: %d, %v; want io.EOF", n, err)
+	}
+}

@@ -312,7 +312,7 @@ func TestBenchLLM(t *testing.T) {
 	stdout, stderr, code = runStrait(t, 2*time.Minute, "bench", "llm-layers", "--strait", straitBin,
 		"--mock-port", strconv.Itoa(ports), "--gateway-port", strconv.Itoa(ports+1), "--pairs", "anthropic>openai",
 		"--modes", "json,stream", "--rate", "30", "--latency", "100ms", "--warmup", "500ms", "--duration", "2s", "--quiet",
-		"--h2c", "--conns", "2", "--http2-server", "strait")
+		"--h2c", "--conns", "2", "--http2-server", "strait", "--gateway-env", "GOGC=off", "--gateway-env", "GOMEMLIMIT=1GiB")
 	if code != 0 {
 		t.Fatalf("bench llm-layers --http2-server strait: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -320,6 +320,10 @@ func TestBenchLLM(t *testing.T) {
 		if !strings.Contains(stdout, "| "+mode+" | anthropic→openai | 100.0% |") {
 			t.Errorf("llm-layers table with --http2-server strait, %s:\n%s", mode, stdout)
 		}
+	}
+	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--gateway-env", "GOGC")
+	if code == 0 || !strings.Contains(stderr, "--gateway-env") {
+		t.Errorf("--gateway-env GOGC: exit %d, stderr %q; want a refusal naming the flag", code, stderr)
 	}
 	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--http2-server", "x/net")
 	if code == 0 || !strings.Contains(stderr, "--http2-server") {

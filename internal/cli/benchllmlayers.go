@@ -66,6 +66,8 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	jsonPath := fs.String("json", "", "write every run's result, as a JSON array, to this file")
 	htmlPath := fs.String("report", "", "write a self-contained HTML report of every run's latency curves")
 	quiet := fs.Bool("quiet", false, "no live progress line")
+	var gatewayEnv multiFlag
+	fs.Var(&gatewayEnv, "gateway-env", "NAME=VALUE added to the gateway's environment only (repeatable), e.g. GOGC=off and GOMEMLIMIT=1GiB to measure the gateway under a memory-limit collector while the mock and the generator keep theirs")
 	setDefaults(fs, map[string]string{"warmup": "3s", "duration": "10s", "window": "2s", "rate": "200", "url": "(set by the run)"})
 	if err := parse(fs, args); err != nil {
 		return err
@@ -93,6 +95,11 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
 			return err
+		}
+	}
+	for _, kv := range gatewayEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return fmt.Errorf("--gateway-env: %q: use NAME=VALUE, e.g. GOMEMLIMIT=1GiB", kv)
 		}
 	}
 	dir, err := os.MkdirTemp("", "strait-llm-layers-")
@@ -123,7 +130,7 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	gw, err := startChild(ctx, exe, []string{"run", "-c", cfgPath}, os.Environ(), stderr)
+	gw, err := startChild(ctx, exe, []string{"run", "-c", cfgPath}, append(os.Environ(), gatewayEnv...), stderr)
 	if err != nil {
 		return fmt.Errorf("starting the gateway: %w", err)
 	}

@@ -1112,7 +1112,7 @@ func TestUsageMatchesTranslate(t *testing.T) {
 			t.Errorf("%s %s: got %+v, translate says %+v", tt.d, tt.body, got, want)
 		}
 	}
-	if u, _ := usageOf(translate.Anthropic, []byte(`{"input_tokens":10,"output_tokens":4,"cache_read_input_tokens":200,"cache_creation_input_tokens":30}`)); u.Input != 240 || u.Output != 4 {
+	if u, _ := translate.UsageOf(translate.Anthropic, []byte(`{"input_tokens":10,"output_tokens":4,"cache_read_input_tokens":200,"cache_creation_input_tokens":30}`)); u.Input != 240 || u.Output != 4 {
 		t.Errorf("Anthropic input must include cached tokens: %+v", u)
 	}
 }

@@ -1102,81 +1102,12 @@ func responseUsage(d translate.Dialect, body []byte) translate.Usage {
 	if usage == nil {
 		return translate.Usage{}
 	}
-	if u, ok := usageOf(d, usage); ok {
+	if u, ok := translate.UsageOf(d, usage); ok {
 		return u
 	}
 	b := make([]byte, 0, len(usage)+len(`{"usage":}`))
 	b = append(append(append(b, `{"usage":`...), usage...), '}')
 	return translate.ResponseUsage(d, b)
-}
-
-// usageOf reads a usage object of dialect d into translate.Usage's terms
-// (input counts cached prompt tokens too) without encoding/json, which
-// costs more than the rest of the fast path together. It reports false
-// for anything but plain whole numbers, leaving those to translate.
-func usageOf(d translate.Dialect, usage []byte) (translate.Usage, bool) {
-	var u translate.Usage
-	ok := true
-	num := func(v []byte, dst *int) {
-		n, good := wholeNumber(v)
-		*dst, ok = n, ok && good
-	}
-	err := jsonscan.Members(usage, func(k, v []byte) bool {
-		if d == translate.OpenAI {
-			switch string(k) {
-			case "prompt_tokens":
-				num(v, &u.Input)
-			case "completion_tokens":
-				num(v, &u.Output)
-			case "prompt_tokens_details":
-				if string(v) != "null" {
-					ok = ok && jsonscan.Members(v, func(k, v []byte) bool {
-						if string(k) == "cached_tokens" {
-							num(v, &u.CacheRead)
-						}
-						return ok
-					}) == nil
-				}
-			}
-			return ok
-		}
-		switch string(k) {
-		case "input_tokens":
-			num(v, &u.Input)
-		case "output_tokens":
-			num(v, &u.Output)
-		case "cache_read_input_tokens":
-			num(v, &u.CacheRead)
-		case "cache_creation_input_tokens":
-			num(v, &u.CacheWrite)
-		}
-		return ok
-	})
-	if err != nil || !ok {
-		return translate.Usage{}, false
-	}
-	if d == translate.Anthropic {
-		u.Input += u.CacheRead + u.CacheWrite
-	}
-	return u, true
-}
-
-// wholeNumber parses a JSON value that is a non-negative integer or null.
-func wholeNumber(v []byte) (int, bool) {
-	if string(v) == "null" {
-		return 0, true
-	}
-	if len(v) == 0 || len(v) > 15 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
 
 // copyResponseIDs passes the provider's request id on, for support cases,

@@ -212,7 +212,7 @@ func requestMaxTokens(body []byte) int64 {
 	jsonscan.Members(body, func(k, v []byte) bool {
 		switch string(k) {
 		case "max_tokens", "max_completion_tokens":
-			if m, ok := wholeNumber(v); ok && m > n {
+			if m, ok := jsonscan.WholeNumber(v); ok && m > n {
 				n = m
 			}
 		}

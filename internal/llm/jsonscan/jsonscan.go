@@ -652,3 +652,22 @@ func (s *scanner) digits() bool {
 	}
 	return s.i > start
 }
+
+// WholeNumber parses a JSON value that is a non-negative integer or null
+// (as 0), of at most 15 digits; it reports false for anything else.
+func WholeNumber(v []byte) (int, bool) {
+	if string(v) == "null" {
+		return 0, true
+	}
+	if len(v) == 0 || len(v) > 15 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}

@@ -300,3 +300,16 @@ func TestPathAt(t *testing.T) {
 		t.Errorf("in a value that is not closed: %q, want the path so far, \"\"", got)
 	}
 }
+
+func TestWholeNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		good bool
+	}{{"0", 0, true}, {"42", 42, true}, {"null", 0, true}, {"999999999999999", 999999999999999, true},
+		{"1000000000000000", 0, false}, {"-1", 0, false}, {"1.5", 0, false}, {"1e3", 0, false}, {`"7"`, 0, false}, {"", 0, false}} {
+		if n, good := WholeNumber([]byte(tc.in)); n != tc.n || good != tc.good {
+			t.Errorf("WholeNumber(%q) = %d, %v; want %d, %v", tc.in, n, good, tc.n, tc.good)
+		}
+	}
+}

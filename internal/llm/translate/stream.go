@@ -285,6 +285,21 @@ func (s *passThrough) watchOpenAI(name string, data []byte) {
 	if !hasUsage && !hasError {
 		return
 	}
+	if !hasError {
+		// The usage chunk, once a stream: read by scanning, as the
+		// gateway reads a JSON answer's; anything unusual is decoded.
+		var usage []byte
+		err := jsonscan.Members(data, func(k, v []byte) bool {
+			if string(k) == "usage" {
+				usage = v // the last, as the decoder takes it
+			}
+			return true
+		})
+		if u, ok := UsageOf(OpenAI, usage); ok && err == nil {
+			s.usage = u
+			return
+		}
+	}
 	var c struct {
 		Usage *oaUsage        `json:"usage"`
 		Error json.RawMessage `json:"error"`

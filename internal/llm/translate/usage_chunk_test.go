@@ -95,3 +95,38 @@ func TestPassThroughStopsAfterTheProvidersErrorEvent(t *testing.T) {
 		t.Errorf("End: %v, want the provider's error", endErr)
 	}
 }
+
+// TestOpenAIUsageChunkScannedAsDecoded: the pass-through stream reads an
+// OpenAI usage chunk by scanning (UsageOf) and gets what the decoder
+// gets; what the scan does not take (a fraction, a chunk that is not
+// JSON after its usage) is left to the decoder, as before.
+func TestOpenAIUsageChunkScannedAsDecoded(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		want Usage
+	}{
+		{`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}`, Usage{Input: 12, Output: 34}},
+		{`{"choices":[],"usage":{"prompt_tokens":120,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":100,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`, Usage{Input: 120, Output: 3, CacheRead: 100}},
+		{`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null}}`, Usage{Input: 5, Output: 1}},
+		{`{"choices":[],"usage":null}`, Usage{}},
+		{`{"choices":[],"usage":{"prompt_tokens":5.0,"completion_tokens":1}}`, Usage{}},        // the decoder refuses 5.0 for an int
+		{`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":1}} trailing`, Usage{}}, // not one JSON value
+		{`{"choices":[{"delta":{"content":"usage"}}]}`, Usage{}},
+	} {
+		s := &passThrough{}
+		s.watchOpenAI("", []byte(tc.data))
+		if s.usage != tc.want {
+			t.Errorf("%s: usage %+v, want %+v", tc.data, s.usage, tc.want)
+		}
+		var c struct {
+			Usage *oaUsage `json:"usage"`
+		}
+		var decoded Usage
+		if unmarshal([]byte(tc.data), &c) == nil {
+			decoded = c.Usage.usage()
+		}
+		if decoded != tc.want {
+			t.Errorf("%s: the decoder reads %+v, the table says %+v", tc.data, decoded, tc.want)
+		}
+	}
+}

@@ -25,7 +25,7 @@
 // 9-byte header and then its payload straight from the connection, two
 // read(2)s a frame. A Conn reads what has arrived in one, into a pooled
 // buffer that goes back as soon as it is empty, so an idle connection
-// holds none.
+// holds none. Over TCP both are raw system calls (rawio.go).
 package writebatch
 
 import (

@@ -102,9 +102,14 @@ var rules = []rule{
 		only: []string{"internal/h2frames", "internal/writebatch", "internal/prefacelisten"},
 	},
 	{
-		name: "h2sched (an HTTP/2 write scheduler), writebatch (batched socket writes) and prefacelisten (HTTP/2 prior knowledge sorted from HTTP/1.1) and h2frames (HTTP/2 frames written by hand) import nothing of ours",
-		pkgs: []string{"internal/h2sched", "internal/writebatch", "internal/prefacelisten", "internal/h2frames"},
+		name: "h2sched (an HTTP/2 write scheduler), prefacelisten (HTTP/2 prior knowledge sorted from HTTP/1.1) and h2frames (HTTP/2 frames written by hand) import nothing of ours",
+		pkgs: []string{"internal/h2sched", "internal/prefacelisten", "internal/h2frames"},
 		only: nothing,
+	},
+	{
+		name: "writebatch (batched socket writes) builds on rawsock (raw socket reads and writes) alone",
+		pkgs: []string{"internal/writebatch"},
+		only: []string{"internal/rawsock"},
 	},
 	{
 		name: "llm/limits keeps rate limits and spend, in memory or in Redis, and imports nothing of ours",
@@ -117,7 +122,7 @@ var rules = []rule{
 		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
 	},
 	{
-		name: "rawsock (sockets read outside the runtime's poller) imports nothing of ours",
+		name: "rawsock (raw socket reads and writes) imports nothing of ours",
 		pkgs: []string{"internal/rawsock"},
 		only: nothing,
 	},

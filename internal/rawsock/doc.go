@@ -6,5 +6,10 @@
 // waiting to read; a loop that reads every few milliseconds pays for none
 // of those wake-ups once its sockets are detached.
 //
+// ReadNow and WriteNow also serve sockets the poller still watches: called
+// from a RawConn's Read or Write, they make writebatch's reads and writes
+// raw system calls, without the runtime's bookkeeping for a call that
+// might block (on a non-blocking socket none does).
+//
 // It imports nothing of Strait's.
 package rawsock

@@ -1,3 +1,5 @@
+//go:build unix
+
 package writebatch
 
 import (
@@ -6,7 +8,8 @@ import (
 	"net"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"github.com/straitgw/strait/internal/rawsock"
 )
 
 // The socket's reads and writes are made as raw system calls
@@ -66,22 +69,18 @@ func (s *rawSock) read(p []byte) (int, error) {
 }
 
 func (s *rawSock) readRaw(fd uintptr) bool {
-	for {
-		n, err := rawIO(syscall.SYS_READ, fd, s.rdst)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return false
-		case err != nil:
-			s.rerr = &net.OpError{Op: "read", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("read", err)}
-		case n == 0:
-			s.rerr = io.EOF
-		default:
-			s.rn = n
-		}
-		return true
+	n, err := rawsock.ReadNow(int(fd), s.rdst)
+	switch {
+	case err == io.EOF:
+		s.rerr = io.EOF
+	case err != nil:
+		s.rerr = &net.OpError{Op: "read", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("read", err)}
+	case n == 0:
+		return false // nothing yet: the poller waits
+	default:
+		s.rn = n
 	}
+	return true
 }
 
 // write writes all of p, waiting for the socket as net.Conn.Write does.
@@ -98,15 +97,13 @@ func (s *rawSock) write(p []byte) (int, error) {
 
 func (s *rawSock) writeRaw(fd uintptr) bool {
 	for s.wdone < len(s.wsrc) {
-		n, err := rawIO(syscall.SYS_WRITE, fd, s.wsrc[s.wdone:])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return false
-		case err != nil:
+		n, err := rawsock.WriteNow(int(fd), s.wsrc[s.wdone:])
+		if err != nil {
 			s.werr = &net.OpError{Op: "write", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("write", err)}
 			return true
+		}
+		if n == 0 {
+			return false // the socket is full: the poller waits
 		}
 		s.wdone += n
 	}
@@ -122,15 +119,4 @@ func rename(err error, op string) error {
 		oe.Op = op
 	}
 	return err
-}
-
-func rawIO(trap, fd uintptr, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }

@@ -146,7 +146,7 @@ func (st *stream) endResponse() {
 			st.header.Set("Content-Length", "0") // as x/net says of an empty body
 			st.clen = 0
 		}
-		_ = st.writeHeaders(true)
+		_ = st.writeHeaders(nil, true)
 	case st.clen >= 0 && st.written < st.clen && !st.head:
 		// Less than the handler promised: the client must not take a
 		// short body for a whole one.
@@ -309,12 +309,12 @@ func (st *stream) Write(p []byte) (int, error) {
 		if n := st.takeWindow(len(p)); n > 0 {
 			st.written += int64(n)
 			last := st.clen >= 0 && st.written == st.clen
-			if err := st.writeHeadersAndData(p[:n], last); err != nil {
+			if err := st.writeHeaders(p[:n], last); err != nil {
 				return 0, err
 			}
 			p = p[n:]
 			done = n
-		} else if err := st.writeHeaders(false); err != nil {
+		} else if err := st.writeHeaders(nil, false); err != nil {
 			return 0, err
 		}
 	}
@@ -348,7 +348,7 @@ func (st *stream) FlushError() error {
 		st.WriteHeader(http.StatusOK)
 	}
 	if !st.sentHeaders {
-		return st.writeHeaders(false)
+		return st.writeHeaders(nil, false)
 	}
 	return nil
 }
@@ -443,8 +443,10 @@ func (st *stream) awaitWindow(want int) (int, error) {
 	}
 }
 
-// writeHeaders sends the response's HEADERS.
-func (st *stream) writeHeaders(endStream bool) error {
+// writeHeaders sends the response's HEADERS and, unless data is nil, its
+// first DATA frame with them in one batch; end ends the stream with the
+// last frame sent.
+func (st *stream) writeHeaders(data []byte, end bool) error {
 	c := st.c
 	maxFrame := c.maxFrame()
 	c.wmu.Lock()
@@ -453,27 +455,11 @@ func (st *stream) writeHeaders(endStream bool) error {
 	if st.ended {
 		return st.endedErr()
 	}
-	c.wbuf = st.appendHeaders(c.wbuf[:0], endStream, maxFrame)
-	if endStream {
-		st.ended = true
+	c.wbuf = st.appendHeaders(c.wbuf[:0], end && data == nil, maxFrame)
+	if data != nil {
+		c.wbuf = h2frames.AppendData(c.wbuf, st.id, data, end)
 	}
-	return c.writeLocked()
-}
-
-// writeHeadersAndData sends the response's HEADERS and its first DATA
-// frame, p, in one batch.
-func (st *stream) writeHeadersAndData(p []byte, endStream bool) error {
-	c := st.c
-	maxFrame := c.maxFrame()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	st.sentHeaders = true
-	if st.ended {
-		return st.endedErr()
-	}
-	c.wbuf = st.appendHeaders(c.wbuf[:0], false, maxFrame)
-	c.wbuf = h2frames.AppendData(c.wbuf, st.id, p, endStream)
-	if endStream {
+	if end {
 		st.ended = true
 	}
 	return c.writeLocked()

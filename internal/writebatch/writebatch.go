@@ -139,7 +139,10 @@ func (c *Conn) writeSock(p []byte) (int, error) {
 
 // New wraps c.
 func New(c net.Conn) *Conn {
-	b := &Conn{Conn: c, raw: newRawSock(c)}
+	b := &Conn{Conn: c}
+	if !raceEnabled {
+		b.raw = newRawSock(c)
+	}
 	b.drained.L = &b.mu
 	return b
 }

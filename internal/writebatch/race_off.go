@@ -1,0 +1,5 @@
+//go:build !race
+
+package writebatch
+
+const raceEnabled = false

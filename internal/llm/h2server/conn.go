@@ -110,10 +110,15 @@ type conn struct {
 	recvWin     int64  // what the client may still send on the connection
 	recvUnacked int64  // read (or dropped) and not yet given back
 	goneAway    bool   // GOAWAY sent or received: no new streams
-	closed      bool
-	lingering   atomic.Bool // the connection is ending cleanly: see linger
-	idleSince   time.Time
-	idleTimer   *time.Timer
+	// closeWhenIdle: the connection closes once its last stream ends,
+	// because the client sent GOAWAY or ours for a drain has been
+	// written. Not before ours is written: closing the writing side
+	// first would lose it (the write fails with EPIPE).
+	closeWhenIdle bool
+	closed        bool
+	lingering     atomic.Bool // the connection is ending cleanly: see linger
+	idleSince     time.Time
+	idleTimer     *time.Timer
 
 	handlers sync.WaitGroup // the streams' handlers running
 }
@@ -338,9 +343,14 @@ func (c *conn) drain() {
 	}
 	c.goneAway = true
 	last := c.maxClientID
-	idle := len(c.streams) == 0
 	c.mu.Unlock()
 	_ = c.writeFrames(func(b []byte) []byte { return h2frames.AppendGoAway(b, last, http2.ErrCodeNo, "") })
+	// Streams that ended while the GOAWAY was being written left the
+	// closing to this.
+	c.mu.Lock()
+	c.closeWhenIdle = true
+	idle := len(c.streams) == 0
+	c.mu.Unlock()
 	if idle {
 		c.closeGracefully()
 	}
@@ -479,6 +489,7 @@ func (c *conn) handle(f http2.Frame) error {
 	case *http2.GoAwayFrame:
 		c.mu.Lock()
 		c.goneAway = true
+		c.closeWhenIdle = true
 		idle := len(c.streams) == 0
 		c.mu.Unlock()
 		if idle {

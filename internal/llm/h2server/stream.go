@@ -222,7 +222,7 @@ func (st *stream) finish() {
 		st.readTimer.Stop()
 	}
 	delete(c.streams, st.id)
-	drainDone := c.goneAway && len(c.streams) == 0
+	drainDone := c.closeWhenIdle && len(c.streams) == 0
 	if len(c.streams) == 0 && c.idleTimer != nil {
 		c.idleSince = time.Now()
 		c.idleTimer.Reset(orDefault(c.s.IdleTimeout, DefaultIdleTimeout))

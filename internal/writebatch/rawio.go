@@ -29,14 +29,16 @@ type rawSock struct {
 	local net.Addr
 	peer  net.Addr
 
-	readFn  func(fd uintptr) bool
-	rdst    []byte
-	rn      int
-	rerr    error
-	writeFn func(fd uintptr) bool
-	wsrc    []byte
-	wdone   int
-	werr    error
+	readFn     func(fd uintptr) bool
+	readPoolFn func(fd uintptr) bool
+	rpool      *[]byte
+	rdst       []byte
+	rn         int
+	rerr       error
+	writeFn    func(fd uintptr) bool
+	wsrc       []byte
+	wdone      int
+	werr       error
 }
 
 func newRawSock(c net.Conn) *rawSock {
@@ -49,7 +51,7 @@ func newRawSock(c net.Conn) *rawSock {
 		return nil
 	}
 	s := &rawSock{rc: rc, local: tc.LocalAddr(), peer: tc.RemoteAddr()}
-	s.readFn, s.writeFn = s.readRaw, s.writeRaw
+	s.readFn, s.readPoolFn, s.writeFn = s.readRaw, s.readPoolRaw, s.writeRaw
 	return s
 }
 
@@ -80,6 +82,39 @@ func (s *rawSock) readRaw(fd uintptr) bool {
 	default:
 		s.rn = n
 	}
+	return true
+}
+
+// readPooled reads once into a buffer from readBufs, taken for each try
+// and given back when the socket had nothing, so that none is held while
+// the poller waits. One reader at a time.
+func (s *rawSock) readPooled() (*[]byte, int, error) {
+	s.rpool, s.rn, s.rerr = nil, 0, nil
+	err := s.rc.Read(s.readPoolFn)
+	b := s.rpool
+	s.rpool = nil
+	if err != nil {
+		return nil, 0, rename(err, "read")
+	}
+	return b, s.rn, s.rerr
+}
+
+func (s *rawSock) readPoolRaw(fd uintptr) bool {
+	b := readBufs.Get().(*[]byte)
+	n, err := rawsock.ReadNow(int(fd), *b)
+	switch {
+	case err == io.EOF:
+		s.rerr = io.EOF
+	case err != nil:
+		s.rerr = &net.OpError{Op: "read", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("read", err)}
+	case n == 0:
+		readBufs.Put(b)
+		return false // nothing yet: the poller waits, without the buffer
+	default:
+		s.rpool, s.rn = b, n
+		return true
+	}
+	readBufs.Put(b)
 	return true
 }
 

@@ -98,10 +98,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 			}
 			return n, err
 		}
-		b := readBufs.Get().(*[]byte)
-		n, err := c.readSock(*b)
+		b, n, err := c.readPooled()
 		if n <= 0 {
-			readBufs.Put(b)
 			return 0, err
 		}
 		// An error with data comes again on the next read of the socket.
@@ -118,6 +116,25 @@ func (c *Conn) Read(p []byte) (int, error) {
 		c.rbuf = nil
 	}
 	return n, nil
+}
+
+// readPooled reads once from the socket into a buffer from readBufs,
+// which it returns when it read nothing. Over a raw socket the buffer is
+// taken only once there are bytes to read: a connection waiting for its
+// client's next request holds none (net/http's servers wait in Read
+// between requests, and again while a request is served, to see the
+// client leave).
+func (c *Conn) readPooled() (*[]byte, int, error) {
+	if c.raw != nil {
+		return c.raw.readPooled()
+	}
+	b := readBufs.Get().(*[]byte)
+	n, err := c.Conn.Read(*b)
+	if n <= 0 {
+		readBufs.Put(b)
+		return nil, 0, err
+	}
+	return b, n, err
 }
 
 // readSock reads once from the socket.

@@ -29,16 +29,15 @@ type rawSock struct {
 	local net.Addr
 	peer  net.Addr
 
-	readFn     func(fd uintptr) bool
-	readPoolFn func(fd uintptr) bool
-	rpool      *[]byte
-	rdst       []byte
-	rn         int
-	rerr       error
-	writeFn    func(fd uintptr) bool
-	wsrc       []byte
-	wdone      int
-	werr       error
+	readFn  func(fd uintptr) bool
+	rdst    []byte  // read into this, or, if nil, into a pooled buffer:
+	rpool   *[]byte // the pooled buffer read into
+	rn      int
+	rerr    error
+	writeFn func(fd uintptr) bool
+	wsrc    []byte
+	wdone   int
+	werr    error
 }
 
 func newRawSock(c net.Conn) *rawSock {
@@ -51,70 +50,50 @@ func newRawSock(c net.Conn) *rawSock {
 		return nil
 	}
 	s := &rawSock{rc: rc, local: tc.LocalAddr(), peer: tc.RemoteAddr()}
-	s.readFn, s.readPoolFn, s.writeFn = s.readRaw, s.readPoolRaw, s.writeRaw
+	s.readFn, s.writeFn = s.readRaw, s.writeRaw
 	return s
 }
 
-// read reads once into p, waiting (in the poller) until there is
-// something to read, as net.Conn.Read does. One reader at a time.
-func (s *rawSock) read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+// read reads once, waiting (in the poller) until there is something to
+// read, as net.Conn.Read does: into p, or, if p is nil, into a buffer from
+// readBufs, taken for each try and given back when the socket had nothing,
+// so that none is held while the poller waits; b is that buffer when it
+// holds the n bytes read. One reader at a time.
+func (s *rawSock) read(p []byte) (b *[]byte, n int, err error) {
+	if p != nil && len(p) == 0 {
+		return nil, 0, nil
 	}
-	s.rdst, s.rn, s.rerr = p, 0, nil
-	err := s.rc.Read(s.readFn)
-	s.rdst = nil
-	if err != nil {
-		return 0, rename(err, "read")
-	}
-	return s.rn, s.rerr
-}
-
-func (s *rawSock) readRaw(fd uintptr) bool {
-	n, err := rawsock.ReadNow(int(fd), s.rdst)
-	switch {
-	case err == io.EOF:
-		s.rerr = io.EOF
-	case err != nil:
-		s.rerr = &net.OpError{Op: "read", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("read", err)}
-	case n == 0:
-		return false // nothing yet: the poller waits
-	default:
-		s.rn = n
-	}
-	return true
-}
-
-// readPooled reads once into a buffer from readBufs, taken for each try
-// and given back when the socket had nothing, so that none is held while
-// the poller waits. One reader at a time.
-func (s *rawSock) readPooled() (*[]byte, int, error) {
-	s.rpool, s.rn, s.rerr = nil, 0, nil
-	err := s.rc.Read(s.readPoolFn)
-	b := s.rpool
-	s.rpool = nil
+	s.rdst, s.rpool, s.rn, s.rerr = p, nil, 0, nil
+	err = s.rc.Read(s.readFn)
+	b, s.rdst, s.rpool = s.rpool, nil, nil
 	if err != nil {
 		return nil, 0, rename(err, "read")
 	}
 	return b, s.rn, s.rerr
 }
 
-func (s *rawSock) readPoolRaw(fd uintptr) bool {
-	b := readBufs.Get().(*[]byte)
-	n, err := rawsock.ReadNow(int(fd), *b)
+func (s *rawSock) readRaw(fd uintptr) bool {
+	p, b := s.rdst, (*[]byte)(nil)
+	if p == nil {
+		b = readBufs.Get().(*[]byte)
+		p = *b
+	}
+	n, err := rawsock.ReadNow(int(fd), p)
+	if n > 0 {
+		s.rpool, s.rn = b, n
+		return true
+	}
+	if b != nil {
+		readBufs.Put(b)
+	}
 	switch {
 	case err == io.EOF:
 		s.rerr = io.EOF
 	case err != nil:
 		s.rerr = &net.OpError{Op: "read", Net: "tcp", Source: s.local, Addr: s.peer, Err: os.NewSyscallError("read", err)}
-	case n == 0:
-		readBufs.Put(b)
-		return false // nothing yet: the poller waits, without the buffer
 	default:
-		s.rpool, s.rn = b, n
-		return true
+		return false // nothing yet: the poller waits, holding no pooled buffer
 	}
-	readBufs.Put(b)
 	return true
 }
 

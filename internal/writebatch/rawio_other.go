@@ -10,6 +10,5 @@ type rawSock struct{}
 
 func newRawSock(net.Conn) *rawSock { return nil }
 
-func (*rawSock) read([]byte) (int, error)          { panic("unreachable") }
-func (*rawSock) readPooled() (*[]byte, int, error) { panic("unreachable") }
+func (*rawSock) read([]byte) (*[]byte, int, error) { panic("unreachable") }
 func (*rawSock) write([]byte) (int, error)         { panic("unreachable") }

@@ -91,14 +91,14 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 func (c *Conn) Read(p []byte) (int, error) {
 	if c.rbuf == nil {
 		if len(p) >= readChunk {
-			n, err := c.readSock(p)
+			_, n, err := c.readSock(p)
 			if c.sniff && n > 0 {
 				c.sniff = false
 				c.decide(p[:n])
 			}
 			return n, err
 		}
-		b, n, err := c.readPooled()
+		b, n, err := c.readSock(nil)
 		if n <= 0 {
 			return 0, err
 		}
@@ -118,31 +118,26 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// readPooled reads once from the socket into a buffer from readBufs,
-// which it returns when it read nothing. Over a raw socket the buffer is
-// taken only once there are bytes to read: a connection waiting for its
-// client's next request holds none (net/http's servers wait in Read
-// between requests, and again while a request is served, to see the
-// client leave).
-func (c *Conn) readPooled() (*[]byte, int, error) {
+// readSock reads once from the socket: into p, or, if p is nil, into a
+// buffer from readBufs, returned as b when it holds the n bytes read.
+// Over a raw socket that buffer is taken only once there are bytes to
+// read: a connection waiting for its client's next request holds none
+// (net/http's servers wait in Read between requests, and again while a
+// request is served, to see the client leave).
+func (c *Conn) readSock(p []byte) (b *[]byte, n int, err error) {
 	if c.raw != nil {
-		return c.raw.readPooled()
+		return c.raw.read(p)
 	}
-	b := readBufs.Get().(*[]byte)
-	n, err := c.Conn.Read(*b)
-	if n <= 0 {
+	if p != nil {
+		n, err = c.Conn.Read(p)
+		return nil, n, err
+	}
+	b = readBufs.Get().(*[]byte)
+	if n, err = c.Conn.Read(*b); n <= 0 {
 		readBufs.Put(b)
 		return nil, 0, err
 	}
 	return b, n, err
-}
-
-// readSock reads once from the socket.
-func (c *Conn) readSock(p []byte) (int, error) {
-	if c.raw == nil {
-		return c.Conn.Read(p)
-	}
-	return c.raw.read(p)
 }
 
 // writeSock writes p to the socket; one batch writer, or direct writer
@@ -178,20 +173,14 @@ func (c *Conn) Write(p []byte) (int, error) {
 		defer c.dmu.Unlock()
 		return c.raw.write(p)
 	}
-	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
-		c.wait()
-	}
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	start, err := c.queueLocked(p)
+	c.mu.Unlock()
+	if err != nil {
 		return 0, err
 	}
-	c.pending = append(c.pending, p...)
-	if !c.flushing {
-		c.flushing = true
+	if start {
 		go c.flush()
 	}
-	c.mu.Unlock()
 	return len(p), nil
 }
 
@@ -205,6 +194,13 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) Queue(p []byte) (flush bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.queueLocked(p)
+}
+
+// queueLocked adds p to the next batch, waiting while the batch is full,
+// and reports whether no writer is at work, so that the caller must start
+// one (it is then counted as flushing); c.mu is held.
+func (c *Conn) queueLocked(p []byte) (start bool, err error) {
 	// pending is never left without a writer, so waiting here ends.
 	for c.err == nil && len(c.pending) > 0 && len(c.pending)+len(p) > maxPending {
 		c.wait()
@@ -213,11 +209,11 @@ func (c *Conn) Queue(p []byte) (flush bool, err error) {
 		return false, c.err
 	}
 	c.pending = append(c.pending, p...)
-	if !c.flushing {
-		c.flushing = true
-		return true, nil
+	if c.flushing {
+		return false, nil
 	}
-	return false, nil
+	c.flushing = true
+	return true, nil
 }
 
 // ownBatches bounds the batches Flush writes on its caller's goroutine;

@@ -689,8 +689,6 @@ func (c *conn) giveBack(st *stream, n int64) error {
 	})
 }
 
-// resetStream ends a stream for an error: RST_STREAM is sent, its
-// handler's context cancelled and its body's reads fail.
 // dataAfterEnd answers DATA on a stream the client has ended. While the
 // answer is still being sent, the stream is reset. Once its end has been
 // sent too, the stream is closed, though its handler may not have
@@ -708,6 +706,8 @@ func (c *conn) dataAfterEnd(st *stream) error {
 	return c.resetStream(st, http2.ErrCodeStreamClosed)
 }
 
+// resetStream ends a stream for an error: RST_STREAM is sent, its
+// handler's context cancelled and its body's reads fail.
 func (c *conn) resetStream(st *stream, code http2.ErrCode) error {
 	c.mu.Lock()
 	already := st.aborted()

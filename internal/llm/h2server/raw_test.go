@@ -284,11 +284,7 @@ func TestStreamIDRules(t *testing.T) {
 	}
 	t.Run("DATA on a closed stream", func(t *testing.T) {
 		c := dialRaw(t, addr, false)
-		c.request(1, true)
-		c.expectStatus(1, "200")
-		c.until("end of stream 1", func(f http2.Frame) bool { return f.Header().Flags.Has(http2.FlagDataEndStream) })
-		c.fr.WriteData(1, false, []byte("late"))
-		c.expectRST(1, http2.ErrCodeStreamClosed)
+		c.dataAfterTheEnd(1)
 		c.request(3, true)
 		c.expectStatus(3, "200")
 	})
@@ -307,12 +303,22 @@ func TestDataAfterBothEnds(t *testing.T) {
 		io.WriteString(w, "ok")
 		<-release // still running after END_STREAM went out
 	})})
-	c := dialRaw(t, addr, false)
-	c.request(1, true)
-	c.expectStatus(1, "200")
-	c.until("end of stream 1", func(f http2.Frame) bool { return f.Header().Flags.Has(http2.FlagDataEndStream) })
-	c.fr.WriteData(1, false, []byte("late"))
-	c.expectRST(1, http2.ErrCodeStreamClosed)
+	dialRaw(t, addr, false).dataAfterTheEnd(1)
+}
+
+// dataAfterTheEnd asks for stream id's answer, and once its last DATA
+// frame (END_STREAM) has come sends DATA on it, which must be answered
+// with RST_STREAM(STREAM_CLOSED).
+func (c *rawClient) dataAfterTheEnd(id uint32) {
+	c.t.Helper()
+	c.request(id, true)
+	c.expectStatus(id, "200")
+	c.until("the end of the answer", func(f http2.Frame) bool {
+		d, ok := f.(*http2.DataFrame)
+		return ok && d.StreamID == id && d.StreamEnded()
+	})
+	c.fr.WriteData(id, false, []byte("late"))
+	c.expectRST(id, http2.ErrCodeStreamClosed)
 }
 
 func TestMaxConcurrentStreams(t *testing.T) {

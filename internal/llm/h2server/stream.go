@@ -390,9 +390,28 @@ func (st *stream) takeWindow(want int) int {
 	c := st.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st.err != nil || c.closed || st.ctx.Err() != nil {
+	if st.unwritable() != nil {
 		return 0
 	}
+	return st.take(want)
+}
+
+// unwritable says why the stream can no longer be written, or is nil;
+// c.mu is held.
+func (st *stream) unwritable() error {
+	switch {
+	case st.err != nil:
+		return st.err
+	case st.c.closed:
+		return errConnClosed
+	}
+	return st.ctx.Err()
+}
+
+// take takes up to want bytes from the open windows, within the frame
+// size, and returns how many (0 while either is shut); c.mu is held.
+func (st *stream) take(want int) int {
+	c := st.c
 	n := max(min(int64(want), int64(c.peerMaxFrm), st.sendWin, c.sendWin), 0)
 	st.sendWin -= n
 	c.sendWin -= n
@@ -414,18 +433,11 @@ func (st *stream) awaitWindow(want int) (int, error) {
 		}
 	}()
 	for {
-		switch {
-		case st.err != nil:
-			return 0, st.err
-		case c.closed:
-			return 0, errConnClosed
-		case st.ctx.Err() != nil:
-			return 0, st.ctx.Err()
+		if err := st.unwritable(); err != nil {
+			return 0, err
 		}
-		if n := min(int64(want), int64(c.peerMaxFrm), st.sendWin, c.sendWin); n > 0 {
-			st.sendWin -= n
-			c.sendWin -= n
-			return int(n), nil
+		if n := st.take(want); n > 0 {
+			return n, nil
 		}
 		dl := time.Now().Add(c.wtimeout)
 		if !st.writeDL.IsZero() && st.writeDL.Before(dl) {

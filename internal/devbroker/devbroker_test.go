@@ -13,7 +13,6 @@ import (
 	"io"
 	"math/big"
 	"net"
-	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/straitgw/strait/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -680,13 +680,7 @@ func TestParseUser(t *testing.T) {
 // SaslHandshake is advertised from v0 (kfake deviation 1).
 func TestKcatSASL(t *testing.T) {
 	t.Parallel()
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("STRAIT_REQUIRE_INTEROP") == "1" {
-			t.Fatalf("kcat is not installed and STRAIT_REQUIRE_INTEROP=1 (apt-get install kcat): %v", err)
-		}
-		t.Skip("kcat not installed (apt-get install kcat)")
-	}
+	kcat := testkit.Tool(t, "kcat", "apt-get install kcat")
 	c := start(t, Options{Brokers: 3, AutoCreateTopics: true, Users: []User{{MechanismScramSHA256, "kc", "kc-secret"}}})
 	run := func(stdin string, args ...string) string {
 		t.Helper()

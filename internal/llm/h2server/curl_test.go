@@ -3,10 +3,11 @@ package h2server
 import (
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/straitgw/strait/internal/testkit"
 )
 
 // TestCurlAsClient: curl, whose HTTP/2 is nghttp2, decodes the server's
@@ -16,13 +17,7 @@ import (
 // 7.88 fails to reuse a prior-knowledge connection for a second request
 // against x/net's server as well as this one.
 func TestCurlAsClient(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		if os.Getenv("STRAIT_REQUIRE_INTEROP") == "1" {
-			t.Fatalf("curl is not installed and STRAIT_REQUIRE_INTEROP=1 (apt-get install curl): %v", err)
-		}
-		t.Skipf("curl is not installed (apt-get install curl): %v", err)
-	}
+	curl := testkit.Tool(t, "curl", "apt-get install curl")
 	if out, err := exec.Command(curl, "--version").Output(); err != nil || !strings.Contains(string(out), "nghttp2") {
 		t.Fatalf("curl --version: %v, %s: want a curl built with nghttp2", err, out)
 	}

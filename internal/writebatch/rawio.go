@@ -134,3 +134,15 @@ func rename(err error, op string) error {
 	}
 	return err
 }
+
+// quiet reads into p once without waiting and reports that the socket
+// held nothing, and had not ended.
+func (s *rawSock) quiet(p []byte) bool {
+	held := true
+	err := s.rc.Read(func(fd uintptr) bool {
+		n, err := rawsock.ReadNow(int(fd), p)
+		held = n > 0 || err != nil
+		return true
+	})
+	return err == nil && !held
+}

@@ -12,3 +12,4 @@ func newRawSock(net.Conn) *rawSock { return nil }
 
 func (*rawSock) read([]byte) (*[]byte, int, error) { panic("unreachable") }
 func (*rawSock) write([]byte) (int, error)         { panic("unreachable") }
+func (*rawSock) quiet([]byte) bool                 { panic("unreachable") }

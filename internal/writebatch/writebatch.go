@@ -361,3 +361,35 @@ func (c *Conn) CloseWrite() error {
 	}
 	return nil
 }
+
+// NewDirect wraps c for a user that writes one message at a time and
+// wants each to reach the socket at once (an HTTP/1.1 client): Writes go
+// straight to the socket, never through a batch, and reads are buffered
+// as New's are.
+func NewDirect(c net.Conn) *Conn {
+	b := New(c)
+	b.direct = true
+	return b
+}
+
+// Quiet reports, without waiting, that nothing has arrived on the
+// connection: no bytes, and not its end. It is for a connection that
+// should be silent, an HTTP/1.1 client's between requests, where anything
+// at all (the server's close, or bytes nobody asked for) means it cannot
+// be used again; what it reads is gone. Call it only while no Read is in
+// progress. Without a raw socket it reads with a deadline already past,
+// then clears the read deadline.
+func (c *Conn) Quiet() bool {
+	if c.rbuf != nil {
+		return false
+	}
+	var one [1]byte
+	if c.raw != nil {
+		return c.raw.quiet(one[:])
+	}
+	c.Conn.SetReadDeadline(time.Unix(1, 0))
+	n, err := c.Conn.Read(one[:])
+	c.Conn.SetReadDeadline(time.Time{})
+	var ne net.Error
+	return n == 0 && errors.As(err, &ne) && ne.Timeout()
+}

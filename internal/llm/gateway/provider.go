@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/straitgw/strait/internal/llm/h1client"
 	"github.com/straitgw/strait/internal/llm/h2client"
 	"github.com/straitgw/strait/internal/llm/translate"
 	"github.com/straitgw/strait/internal/writebatch"
@@ -48,6 +49,21 @@ const (
 	// HTTP2NetHTTP is net/http's HTTP/2 client, for a provider the
 	// gateway's own does not get along with.
 	HTTP2NetHTTP HTTP2Client = "net/http"
+)
+
+// HTTP1Client names the client that speaks HTTP/1.1 to a provider: with
+// http: h1, and with the default over http://.
+type HTTP1Client string
+
+// HTTP/1.1 clients.
+const (
+	// HTTP1Strait is the gateway's own HTTP/1.1 client
+	// (internal/llm/h1client): no goroutine per connection, the request's
+	// own reads and writes.
+	HTTP1Strait HTTP1Client = ""
+	// HTTP1NetHTTP is net/http's HTTP/1.1 client, for a provider the
+	// gateway's own does not get along with.
+	HTTP1NetHTTP HTTP1Client = "net/http"
 )
 
 // Defaults for Provider settings left at zero.
@@ -85,6 +101,10 @@ type Provider struct {
 	// HTTP2Client picks the HTTP/2 client for h2c and h2; HTTP2Strait by
 	// default.
 	HTTP2Client HTTP2Client
+	// HTTP1Client picks the HTTP/1.1 client for h1, and for HTTPAuto over
+	// http://; HTTP1Strait by default. HTTPAuto over https:// lets ALPN
+	// choose, so it uses net/http's client.
+	HTTP1Client HTTP1Client
 	// TLS configures https:// connections; nil uses the system roots.
 	TLS *tls.Config
 	// MaxConns bounds the connections open to the provider (for HTTP/2,
@@ -162,6 +182,11 @@ func newProvider(p Provider) (*provider, error) {
 	default:
 		return fail("HTTP/2 client %q is not net/http (or empty, for Strait's own)", p.HTTP2Client)
 	}
+	switch p.HTTP1Client {
+	case HTTP1Strait, HTTP1NetHTTP:
+	default:
+		return fail("HTTP/1.1 client %q is not net/http (or empty, for Strait's own)", p.HTTP1Client)
+	}
 	if p.MaxConns <= 0 {
 		p.MaxConns = DefaultMaxConns
 	}
@@ -211,30 +236,42 @@ func newProvider(p Provider) (*provider, error) {
 	}
 	var client http.RoundTripper = rt
 	closeIdle := rt.CloseIdleConnections
-	if (p.HTTP == H2C || p.HTTP == H2) && p.HTTP2Client == HTTP2Strait {
-		addr := u.Host
-		if u.Port() == "" {
-			port := "80"
-			if tlsOn {
-				port = "443"
-			}
-			addr = net.JoinHostPort(u.Hostname(), port)
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if tlsOn {
+			port = "443"
 		}
-		o := h2client.Options{
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	var clientTLS *tls.Config
+	if tlsOn {
+		clientTLS = &tls.Config{}
+		if p.TLS != nil {
+			clientTLS = p.TLS
+		}
+	}
+	switch {
+	case (p.HTTP == H2C || p.HTTP == H2) && p.HTTP2Client == HTTP2Strait:
+		h2 := h2client.New(h2client.Options{
 			Addr:            addr,
+			TLS:             clientTLS,
 			Dial:            dial,
 			MaxConns:        p.MaxConns,
 			ConnectTimeout:  p.ConnectTimeout,
 			IdleConnTimeout: 90 * time.Second,
-		}
-		if tlsOn {
-			o.TLS = &tls.Config{}
-			if p.TLS != nil {
-				o.TLS = p.TLS
-			}
-		}
-		h2 := h2client.New(o)
+		})
 		client, closeIdle = h2, h2.CloseIdleConnections
+	case (p.HTTP == HTTP1 || (p.HTTP == HTTPAuto && !tlsOn)) && p.HTTP1Client == HTTP1Strait:
+		h1 := h1client.New(h1client.Options{
+			Addr:            addr,
+			TLS:             clientTLS,
+			Dial:            dial,
+			MaxConns:        p.MaxConns,
+			ConnectTimeout:  p.ConnectTimeout,
+			IdleConnTimeout: 90 * time.Second,
+		})
+		client, closeIdle = h1, h1.CloseIdleConnections
 	}
 	base := strings.TrimSuffix(u.String(), "/")
 	h := http.Header{

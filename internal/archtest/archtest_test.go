@@ -89,7 +89,12 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h1client", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
+	},
+	{
+		name: "llm/h1client (the provider hop's HTTP/1.1 client) builds on writebatch alone",
+		pkgs: []string{"internal/llm/h1client"},
+		only: []string{"internal/writebatch"},
 	},
 	{
 		name: "llm/h2client (the provider hop's HTTP/2 client) builds on h2frames and writebatch alone",

@@ -88,6 +88,9 @@ func llmOptions(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (llm
 		if p.HTTP2Client == "net/http" {
 			gp.HTTP2Client = llmgw.HTTP2NetHTTP
 		}
+		if p.HTTP1Client == "net/http" {
+			gp.HTTP1Client = llmgw.HTTP1NetHTTP
+		}
 		if strings.HasPrefix(p.BaseURL, "https://") {
 			tc, err := p.TLS.Build()
 			if err != nil {

@@ -175,6 +175,11 @@ type LLMProvider struct {
 	// own, the default) or net/http (Go's standard one, for a provider
 	// Strait's does not get along with).
 	HTTP2Client string `yaml:"http2_client,omitempty"`
+	// HTTP1Client picks the client for HTTP/1.1 toward the provider
+	// (http: h1, or the default over http://): strait (Strait's own, the
+	// default) or net/http (Go's standard one, for a provider Strait's
+	// does not get along with).
+	HTTP1Client string `yaml:"http1_client,omitempty"`
 	// TLS tunes https:// connections.
 	TLS *LLMProviderTLS `yaml:"tls,omitempty"`
 	// MaxConns bounds the connections open to the provider.
@@ -773,6 +778,16 @@ func (v *validator) llmProvider(p, name string, pr *LLMProvider) {
 		}
 	default:
 		v.add(p+".http2_client", v.c.show(p+".http2_client", pr.HTTP2Client)+" is not allowed: use strait (the default) or net/http")
+	}
+	switch pr.HTTP1Client {
+	case "", "strait", "net/http":
+		// tlsOn is only true for a good https:// base_url, so a bad one
+		// gets no second error here.
+		if pr.HTTP1Client != "" && (pr.HTTP == "h2c" || pr.HTTP == "h2" || (pr.HTTP == "" && tlsOn)) {
+			v.add(p+".http1_client", "only applies to HTTP/1.1 toward the provider: set http to h1 (or leave it empty with an http:// base_url), or remove http1_client")
+		}
+	default:
+		v.add(p+".http1_client", v.c.show(p+".http1_client", pr.HTTP1Client)+" is not allowed: use strait (the default) or net/http")
 	}
 	if t := pr.TLS; t != nil {
 		if !tlsOn && !v.c.isBad(bp) {

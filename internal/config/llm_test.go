@@ -57,6 +57,29 @@ func TestLLMStraitH2CDefaultProtocols(t *testing.T) {
 	}
 }
 
+// http1_client is accepted wherever the provider speaks HTTP/1.1: http: h1
+// (over http:// or https://) and the default over http://; a base_url
+// that is already wrong gets no second error from it.
+func TestLLMHTTP1Client(t *testing.T) {
+	for _, line := range []string{
+		"    mock: {dialect: openai, base_url: \"http://h:1\", http: h1, http1_client: net/http}",
+		"    mock: {dialect: openai, base_url: \"https://h\", http: h1, http1_client: net/http}",
+		"    mock: {dialect: openai, base_url: \"http://h:1\", http1_client: strait}",
+	} {
+		cfg := mustParse(t, doc(llmWith(7, line)...))
+		if got := cfg.LLM.Providers["mock"].HTTP1Client; got == "" {
+			t.Errorf("%s: http1_client not carried", line)
+		}
+	}
+	if got := mustParse(t, doc(llmMinimal...)).LLM.Providers["mock"].HTTP1Client; got != "" {
+		t.Errorf("http1_client's default: %q", got)
+	}
+	errs := parseErrs(t, doc(llmWith(7, "    mock: {dialect: openai, base_url: \"https//h\", http1_client: net/http}")...))
+	if findErr(errs, "llm.providers.mock.base_url") == nil || findErr(errs, "llm.providers.mock.http1_client") != nil {
+		t.Errorf("a bad base_url: %v; want an error on base_url only", errs)
+	}
+}
+
 func TestLLMDefaults(t *testing.T) {
 	cfg := mustParse(t, doc(llmMinimal...))
 	l := cfg.LLM
@@ -128,6 +151,7 @@ func TestLLMFull(t *testing.T) {
 		"      request_timeout: 5m",
 		"      stream_idle_timeout: 45s",
 		"    local: {dialect: anthropic, base_url: \"http://127.0.0.1:8000/\", http: h2c, http2_client: net/http}",
+		"    plain: {dialect: openai, base_url: \"http://127.0.0.1:8001\", http1_client: net/http}",
 		"  routes:",
 		"    - {name: gpt, match: \"gpt-*\", provider: openai, models: [gpt-4o, gpt-4o-mini]}",
 		"    - {match: claude-sonnet, provider: local, model: claude-sonnet-4-5}",
@@ -152,6 +176,9 @@ func TestLLMFull(t *testing.T) {
 	}
 	if lp := l.Providers["local"]; lp.HTTP2Client != "net/http" {
 		t.Errorf("local's http2_client %q", lp.HTTP2Client)
+	}
+	if pp := l.Providers["plain"]; pp.HTTP1Client != "net/http" || l.Providers["local"].HTTP1Client != "" {
+		t.Errorf("plain's http1_client %q, local's %q", pp.HTTP1Client, l.Providers["local"].HTTP1Client)
 	}
 	if l.BodyReadTimeout.Duration != 5*time.Second {
 		t.Errorf("body_read_timeout %v", l.BodyReadTimeout)
@@ -221,6 +248,10 @@ func TestLLMErrors(t *testing.T) {
 		{"body_read_timeout without unit", llmWith(0, "", "  body_read_timeout: 30"), "llm.body_read_timeout", 10, "add a unit"},
 		{"bad http2_client", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http: h2c, http2_client: go}"), "llm.providers.mock.http2_client", 7, "use strait (the default) or net/http"},
 		{"http2_client without HTTP/2", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http2_client: net/http}"), "llm.providers.mock.http2_client", 7, "set http to h2c or h2, or remove http2_client"},
+		{"bad http1_client", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http1_client: go}"), "llm.providers.mock.http1_client", 7, `"go" is not allowed: use strait (the default) or net/http`},
+		{"http1_client with h2c", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", http: h2c, http1_client: net/http}"), "llm.providers.mock.http1_client", 7, "only applies to HTTP/1.1 toward the provider: set http to h1 (or leave it empty with an http:// base_url), or remove http1_client"},
+		{"http1_client with h2", llmWith(7, "    mock: {dialect: openai, base_url: \"https://h\", http: h2, http1_client: strait}"), "llm.providers.mock.http1_client", 7, "only applies to HTTP/1.1"},
+		{"http1_client with auto over https", llmWith(7, "    mock: {dialect: openai, base_url: \"https://h\", http1_client: net/http}"), "llm.providers.mock.http1_client", 7, "set http to h1 (or leave it empty with an http:// base_url)"},
 		{"stream_idle_timeout zero", llmWith(7, "    mock: {dialect: openai, base_url: \"http://h:1\", stream_idle_timeout: 0s}"), "llm.providers.mock.stream_idle_timeout", 7, "greater than zero (e.g. 2m)"},
 		{"max tokens zero", llmWith(0, "", "  translation: {max_tokens_default: 0}"), "llm.translation.max_tokens_default", 10, "at least 1"},
 		{"no providers", llmWith(7, "    {}"), "llm.providers", 6, "at least one provider"},

@@ -135,12 +135,22 @@ func rename(err error, op string) error {
 	return err
 }
 
-// quiet reads into p once without waiting and reports that the socket
-// held nothing, and had not ended.
-func (s *rawSock) quiet(p []byte) bool {
-	held := true
-	err := s.rc.Read(func(fd uintptr) bool {
-		n, err := rawsock.ReadNow(int(fd), p)
+// quietSock reads once from c's socket without waiting and reports that
+// it held nothing, and had not ended. It reads through RawConn even under
+// the race detector: what it reads is thrown away with the connection.
+func quietSock(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var one [1]byte
+	held := false
+	err = rc.Read(func(fd uintptr) bool {
+		n, err := rawsock.ReadNow(int(fd), one[:])
 		held = n > 0 || err != nil
 		return true
 	})

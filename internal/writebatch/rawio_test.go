@@ -135,3 +135,55 @@ func TestAWaitingReaderHoldsNoBuffer(t *testing.T) {
 		<-done
 	}
 }
+
+// Quiet tells a silent connection from one its peer wrote to or closed,
+// without waiting, and a Direct Conn's writes reach the peer at once.
+func TestQuiet(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dial := func() (*Conn, net.Conn) {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); s.Close() })
+		return NewDirect(c), s
+	}
+	settle := func() { time.Sleep(20 * time.Millisecond) } // for loopback delivery
+
+	c, s := dial()
+	if !c.Quiet() {
+		t.Fatal("a silent connection is not quiet")
+	}
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(s, got); err != nil || string(got) != "ping" {
+		t.Fatalf("the peer read %q, %v", got, err)
+	}
+	if !c.Quiet() {
+		t.Error("writing made the connection not quiet")
+	}
+	s.Write([]byte("x"))
+	settle()
+	if c.Quiet() {
+		t.Error("a connection with a byte waiting is quiet")
+	}
+
+	c, s = dial()
+	s.Close()
+	settle()
+	if c.Quiet() {
+		t.Error("a connection its peer closed is quiet")
+	}
+}

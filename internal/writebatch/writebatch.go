@@ -377,19 +377,11 @@ func NewDirect(c net.Conn) *Conn {
 // should be silent, an HTTP/1.1 client's between requests, where anything
 // at all (the server's close, or bytes nobody asked for) means it cannot
 // be used again; what it reads is gone. Call it only while no Read is in
-// progress. Without a raw socket it reads with a deadline already past,
-// then clears the read deadline.
+// progress. A connection that is not a socket cannot tell, and reports
+// true.
 func (c *Conn) Quiet() bool {
 	if c.rbuf != nil {
 		return false
 	}
-	var one [1]byte
-	if c.raw != nil {
-		return c.raw.quiet(one[:])
-	}
-	c.Conn.SetReadDeadline(time.Unix(1, 0))
-	n, err := c.Conn.Read(one[:])
-	c.Conn.SetReadDeadline(time.Time{})
-	var ne net.Error
-	return n == 0 && errors.As(err, &ne) && ne.Timeout()
+	return quietSock(c.Conn)
 }

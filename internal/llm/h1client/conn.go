@@ -84,7 +84,10 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, msg []byte) (*h
 	c.br.Reset(c)
 	c.headLeft = c.t.opt.MaxHeaderBytes
 	var resp *http.Response
-	for n := 0; ; n++ {
+	// Nothing at all, and a head cut short, are told apart: ReadResponse
+	// reports both as io.ErrUnexpectedEOF.
+	_, err = c.br.Peek(1)
+	for n := 0; err == nil; n++ {
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break

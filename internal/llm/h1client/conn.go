@@ -125,7 +125,7 @@ func (c *conn) readErr(ctx context.Context, err error, head bool) error {
 	if head {
 		what = "the response"
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("h1client: %s closed the connection before answering", c.t.opt.Addr)
+			return fmt.Errorf("h1client: %s closed the connection before answering: %w", c.t.opt.Addr, io.ErrUnexpectedEOF)
 		}
 		if errors.Is(err, errHeadTooLarge) {
 			return fmt.Errorf("h1client: reading the response from %s: its status line and headers exceed %d bytes", c.t.opt.Addr, c.t.opt.MaxHeaderBytes)

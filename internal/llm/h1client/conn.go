@@ -29,6 +29,10 @@ type conn struct {
 	// headLeft is what the response's head may still take of
 	// MaxHeaderBytes while it is read; -1 once it has been.
 	headLeft int
+	// first is the answer's first byte, read before the reader was
+	// taken; hasFirst while the reader has yet to read it.
+	first    [1]byte
+	hasFirst bool
 	idleAt   time.Time
 }
 
@@ -44,6 +48,14 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) 
 // Read is the bufio.Reader's source: the connection, within what is left
 // of the head's bound while the head is read.
 func (c *conn) Read(p []byte) (int, error) {
+	if c.hasFirst && len(p) > 0 {
+		c.hasFirst = false
+		p[0] = c.first[0]
+		if c.headLeft > 0 {
+			c.headLeft--
+		}
+		return 1, nil
+	}
 	if c.headLeft < 0 {
 		return c.nc.Read(p)
 	}
@@ -64,11 +76,12 @@ var errHeadTooLarge = errors.New("the response's status line and headers exceed 
 // Hints) read before the final one.
 const max1xx = 5
 
-// roundTrip writes msg, req's whole request, and reads the answer's head.
-func (c *conn) roundTrip(ctx context.Context, req *http.Request, msg []byte) (*http.Response, error) {
+// send writes msg, a whole request. stop ends the context's hold on the
+// connection; it is receive's to call.
+func (c *conn) send(ctx context.Context, msg []byte) (stop func() bool, err error) {
 	// A context that ends stops whatever read or write is in progress.
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
-	_, err := c.nc.Write(msg)
+	stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	_, err = c.nc.Write(msg)
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{Err: err})
 	}
@@ -80,13 +93,23 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, msg []byte) (*h
 		}
 		return nil, &writeError{fmt.Errorf("h1client: writing the request to %s: %w", c.t.opt.Addr, err)}
 	}
-	c.br = readers.Get().(*bufio.Reader)
-	c.br.Reset(c)
-	c.headLeft = c.t.opt.MaxHeaderBytes
+	return stop, nil
+}
+
+// receive reads the answer's head to req.
+func (c *conn) receive(ctx context.Context, req *http.Request, stop func() bool) (*http.Response, error) {
+	// The wait for the answer holds no buffer: one byte is read first
+	// (the socket's pooled buffer is taken only once bytes come), then
+	// the reader is taken. Nothing at all is told apart from a head cut
+	// short, which ReadResponse reports as io.ErrUnexpectedEOF too.
+	_, err := io.ReadFull(c.nc, c.first[:])
 	var resp *http.Response
-	// Nothing at all, and a head cut short, are told apart: ReadResponse
-	// reports both as io.ErrUnexpectedEOF.
-	_, err = c.br.Peek(1)
+	if err == nil {
+		c.hasFirst = true
+		c.br = readers.Get().(*bufio.Reader)
+		c.br.Reset(c)
+		c.headLeft = c.t.opt.MaxHeaderBytes
+	}
 	for n := 0; err == nil; n++ {
 		resp, err = http.ReadResponse(c.br, req)
 		if err != nil || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {

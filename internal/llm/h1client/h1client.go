@@ -129,19 +129,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		putBuf(msg)
 		return nil, err
 	}
-	defer putBuf(msg)
 	ctx := req.Context()
 	for attempt := 0; ; attempt++ {
 		c, reused, err := t.get(ctx)
 		if err != nil {
+			putBuf(msg)
 			return nil, err
 		}
-		resp, err := c.roundTrip(ctx, req, *msg)
+		stop, err := c.send(ctx, *msg)
 		var we *writeError
 		if err != nil && reused && attempt == 0 && errors.As(err, &we) && ctx.Err() == nil {
 			continue
 		}
-		return resp, err
+		// Written (or failed for good): the buffer is not held while
+		// the answer is awaited.
+		putBuf(msg)
+		if err != nil {
+			return nil, err
+		}
+		return c.receive(ctx, req, stop)
 	}
 }
 

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +12,35 @@ import (
 	"github.com/straitgw/strait/internal/llm/translate"
 	"github.com/straitgw/strait/internal/mockllm"
 )
+
+// A provider with http: h1 over https:// goes through h1client over TLS
+// (ALPN http/1.1), to the mock provider on TLS, which offers h2 as well.
+func TestH1ProviderClientTLS(t *testing.T) {
+	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its test certificate
+	cert.Close()
+	mock := mockllm.New(mockllm.Options{})
+	url, err := mock.StartTLS("127.0.0.1:0", &tls.Config{Certificates: cert.TLS.Certificates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mock.Close() })
+	p := oaProvider("tls", url)
+	p.HTTP = HTTP1
+	p.TLS = &tls.Config{RootCAs: cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	h := newGW(t, []Provider{p}, []Route{{Match: "gpt-*", Targets: []Target{{Provider: "tls"}}}}, nil)
+	if _, ok := h.g.providers["tls"].rt.(*h1client.Transport); !ok {
+		t.Fatalf("an h1 provider's client over https is %T, want *h1client.Transport", h.g.providers["tls"].rt)
+	}
+	for _, stream := range []bool{false, true, false} {
+		rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, endpoint(translate.OpenAI), requestBody(translate.OpenAI, "gpt-4o", stream)))
+		if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
+			t.Errorf("stream %v: status %d done %v text %q error %q", stream, rp.status, rp.done, rp.text, rp.errMsg)
+		}
+	}
+	if last, ok := mock.LastRequest(); !ok || last.Proto != "HTTP/1.1" {
+		t.Errorf("the provider's last request came over %q, want HTTP/1.1", last.Proto)
+	}
+}
 
 // Providers over HTTP/1.1 (http: h1, and http:// by default) go through
 // h1client: the fast path and a translated request, JSON and streamed,

@@ -528,3 +528,79 @@ func TestLargeBodies(t *testing.T) {
 		t.Fatalf("echoed %d bytes, want %d", len(b), len(big))
 	}
 }
+
+// pipeServer dials net.Pipe connections, each served by serve, and counts
+// them. A pipe is not a socket, so the idle check cannot see its close:
+// what follows is what happens when the server closes just after it.
+type pipeServer struct {
+	dials atomic.Int32
+	serve func(n int32, c net.Conn)
+}
+
+func (p *pipeServer) dial(context.Context, string, string) (net.Conn, error) {
+	c, s := net.Pipe()
+	n := p.dials.Add(1)
+	go p.serve(n, s)
+	return c, nil
+}
+
+// A request whose write fails on a reused connection, which the server
+// had closed, goes once more on a new one; a request the server read and
+// left unanswered is not sent again.
+func TestSentOnceMoreOnlyIfNotWritten(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		answer2   bool // the first connection's server reads the second request, then closes
+		wantDials int32
+		wantErr   string
+	}{
+		{"closed before the second request", false, 2, ""},
+		{"closed after reading it", true, 1, "closed the connection before answering"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var requests atomic.Int32
+			ps := &pipeServer{}
+			ps.serve = func(n int32, s net.Conn) {
+				defer s.Close()
+				br := bufio.NewReader(s)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					requests.Add(1)
+					if n == 1 && i == 1 {
+						return // read, never answered
+					}
+					io.WriteString(s, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					if n == 1 && !c.answer2 {
+						return // closes after its first answer
+					}
+				}
+			}
+			tr := New(Options{Addr: "provider.test:80", Dial: ps.dial})
+			for i := range 2 {
+				resp, err := post(t, context.Background(), tr, "http://provider.test/", "{}")
+				if i == 1 && c.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+						t.Fatalf("second request: %v, want an error containing %q", err, c.wantErr)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if b := readAll(t, resp); b != "ok" {
+					t.Fatalf("request %d: body %q", i, b)
+				}
+			}
+			if n := ps.dials.Load(); n != c.wantDials {
+				t.Errorf("%d connections dialed, want %d", n, c.wantDials)
+			}
+			if n := requests.Load(); n != 2 {
+				t.Errorf("the server read %d requests, want 2 (none twice)", n)
+			}
+		})
+	}
+}

@@ -161,6 +161,12 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// Replayed returns the connection beneath and the bytes read from it
+// and not yet read again, for a wrapper that reads the socket itself
+// (writebatch.Replayer): it replays them, and reads this connection no
+// more.
+func (c *replayConn) Replayed() (net.Conn, []byte) { return c.Conn, c.head }
+
 // CloseWrite lets net/http half-close the connection, as it does with a
 // plain TCP connection.
 func (c *replayConn) CloseWrite() error {

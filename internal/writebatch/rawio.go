@@ -147,9 +147,16 @@ func quietSock(c net.Conn) bool {
 	if err != nil {
 		return true
 	}
+	return quietRaw(rc)
+}
+
+// quiet is quietSock for the raw socket.
+func (s *rawSock) quiet() bool { return quietRaw(s.rc) }
+
+func quietRaw(rc syscall.RawConn) bool {
 	var one [1]byte
 	held := false
-	err = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		n, err := rawsock.ReadNow(int(fd), one[:])
 		held = n > 0 || err != nil
 		return true

@@ -12,7 +12,7 @@ func newRawSock(net.Conn) *rawSock { return nil }
 
 func (*rawSock) read([]byte) (*[]byte, int, error) { panic("unreachable") }
 func (*rawSock) write([]byte) (int, error)         { panic("unreachable") }
-func (*rawSock) quiet([]byte) bool                 { panic("unreachable") }
+func (*rawSock) quiet() bool                       { panic("unreachable") }
 
 // quietSock cannot tell where there are no raw system calls.
 func quietSock(net.Conn) bool { return true }

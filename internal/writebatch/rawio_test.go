@@ -187,3 +187,73 @@ func TestQuiet(t *testing.T) {
 		t.Error("a connection its peer closed is quiet")
 	}
 }
+
+// replaying is a connection whose first bytes were read by someone else
+// and are read again, as a sniffing listener hands it over.
+type replaying struct {
+	net.Conn
+	head []byte
+	read int // Reads of this wrapper itself
+}
+
+func (r *replaying) Read(p []byte) (int, error) {
+	r.read++
+	if len(r.head) > 0 {
+		n := copy(p, r.head)
+		r.head = r.head[n:]
+		return n, nil
+	}
+	return r.Conn.Read(p)
+}
+
+func (r *replaying) Replayed() (net.Conn, []byte) { return r.Conn, r.head }
+
+// A Replayer's socket is read raw, its replayed bytes first, and the
+// sniffed bytes still decide that an HTTP/1.1 connection's writes go
+// straight out.
+func TestReplayerIsReadRaw(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replaying{Conn: sc, head: []byte("POST / HT")}
+	c := newConn(r, true) // under the race detector too
+	c.sniff = true        // as Listener sets it
+	defer c.Close()
+	if c.raw == nil {
+		t.Fatal("a Replayer over TCP is not read raw")
+	}
+	if c.Quiet() {
+		t.Error("a connection with replayed bytes unread is quiet")
+	}
+	peer.Write([]byte("TP/1.1\r\n"))
+	got := make([]byte, 0, 64)
+	buf := make([]byte, 4)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for len(got) < len("POST / HTTP/1.1\r\n") {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != "POST / HTTP/1.1\r\n" || r.read != 0 {
+		t.Errorf("read %q, the wrapper itself %d times; want the replayed bytes then the socket's, and no read of the wrapper", got, r.read)
+	}
+	c.mu.Lock()
+	direct := c.direct
+	c.mu.Unlock()
+	if !direct {
+		t.Error("an HTTP/1.1 connection's writes are batched")
+	}
+}

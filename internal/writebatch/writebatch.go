@@ -65,6 +65,9 @@ type Conn struct {
 	// raw is the socket's raw reads and writes, for a TCP connection;
 	// nil for any other, which is written and read through net.Conn.
 	raw *rawSock
+	// head is what a listener that sniffed the connection read from the
+	// socket before it, read again first (see Replayer).
+	head []byte
 	// dmu serialises direct writes, which share raw's write state.
 	dmu sync.Mutex
 
@@ -89,6 +92,15 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 
 // Read reads from the buffer, refilling it with one read(2) when empty.
 func (c *Conn) Read(p []byte) (int, error) {
+	if len(c.head) > 0 {
+		if c.sniff {
+			c.sniff = false
+			c.decide(c.head)
+		}
+		n := copy(p, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
 	if c.rbuf == nil {
 		if len(p) >= readChunk {
 			_, n, err := c.readSock(p)
@@ -149,11 +161,30 @@ func (c *Conn) writeSock(p []byte) (int, error) {
 	return c.raw.write(p)
 }
 
+// Replayer is a connection whose first bytes were read from its socket
+// by a listener that sniffed it, and are read again (prefacelisten's).
+// Replayed returns the connection beneath and those bytes; New reads the
+// socket itself, raw, replaying them first, and never reads the
+// Replayer.
+type Replayer interface {
+	Replayed() (net.Conn, []byte)
+}
+
 // New wraps c.
-func New(c net.Conn) *Conn {
+func New(c net.Conn) *Conn { return newConn(c, !raceEnabled) }
+
+// newConn wraps c, reading and writing its socket raw if raw is set and
+// it has one.
+func newConn(c net.Conn, raw bool) *Conn {
 	b := &Conn{Conn: c}
-	if !raceEnabled {
+	if raw {
 		b.raw = newRawSock(c)
+		if r, ok := c.(Replayer); ok && b.raw == nil {
+			inner, head := r.Replayed()
+			if b.raw = newRawSock(inner); b.raw != nil {
+				b.head = append([]byte(nil), head...)
+			}
+		}
 	}
 	b.drained.L = &b.mu
 	return b
@@ -380,8 +411,11 @@ func NewDirect(c net.Conn) *Conn {
 // progress. A connection that is not a socket cannot tell, and reports
 // true.
 func (c *Conn) Quiet() bool {
-	if c.rbuf != nil {
+	if c.rbuf != nil || len(c.head) > 0 {
 		return false
+	}
+	if c.raw != nil {
+		return c.raw.quiet()
 	}
 	return quietSock(c.Conn)
 }

@@ -298,6 +298,43 @@ func TestBodyReadDeadline(t *testing.T) {
 	}
 }
 
+// A deadline set once the whole body has come arms no timer (its reads
+// cannot wait), and the body still reads whole; a deadline already past
+// fails a read that would wait, and not one that has bytes.
+func TestBodyReadDeadlineAfterTheBody(t *testing.T) {
+	type result struct {
+		armed bool
+		body  string
+		err   error
+	}
+	got := make(chan result, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := w.(*stream)
+		ended := func() bool { st.c.mu.Lock(); defer st.c.mu.Unlock(); return st.remoteEnded }
+		for end := time.Now().Add(10 * time.Second); !ended() && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+		}
+		st.SetReadDeadline(time.Now().Add(time.Hour))
+		st.c.mu.Lock()
+		armed := st.readTimer != nil
+		st.c.mu.Unlock()
+		st.SetReadDeadline(time.Now().Add(-time.Second))
+		b, err := io.ReadAll(r.Body)
+		got <- result{armed, string(b), err}
+	})}
+	addr := serve(t, s)
+	req, _ := http.NewRequest("POST", "http://"+addr+"/", strings.NewReader(`{"model":"m"}`))
+	resp, err := h2cClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r := <-got
+	if r.armed || r.body != `{"model":"m"}` || r.err != nil {
+		t.Errorf("timer armed %v, body %q, error %v; want no timer and the whole body", r.armed, r.body, r.err)
+	}
+}
+
 func TestHandlerPanicResetsStream(t *testing.T) {
 	var n atomic.Int32
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -354,7 +354,9 @@ func (st *stream) FlushError() error {
 }
 
 // SetReadDeadline bounds the reads of the request body: past it they
-// fail with an error for which os.IsTimeout holds.
+// fail with an error for which os.IsTimeout holds. A body that has all
+// come (a JSON request's, most often, by the time its handler runs)
+// never waits, so no timer is armed to wake its reader.
 func (st *stream) SetReadDeadline(t time.Time) error {
 	c := st.c
 	c.mu.Lock()
@@ -364,7 +366,7 @@ func (st *stream) SetReadDeadline(t time.Time) error {
 		st.readTimer.Stop()
 		st.readTimer = nil
 	}
-	if !t.IsZero() {
+	if !t.IsZero() && !st.remoteEnded {
 		st.readTimer = time.AfterFunc(time.Until(t), func() {
 			c.mu.Lock()
 			st.cond.Broadcast()

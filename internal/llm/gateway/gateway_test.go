@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -125,5 +126,22 @@ func checkProviderCredentials(t *testing.T, pd translate.Dialect, got seen) {
 		if got.header.Get("Authorization") != "" {
 			t.Error("Anthropic provider got an Authorization header")
 		}
+	}
+}
+
+// setAll sets what Header.Set would, for the keys the gateway gives it.
+func TestSetAllIsSet(t *testing.T) {
+	kv := []string{"Content-Type", "application/json", "Content-Length", "12", OverheadHeader, "7", "Request-Id", "r", "X-Request-Id", "r"}
+	got, want := http.Header{"Content-Type": {"text/plain"}}, http.Header{"Content-Type": {"text/plain"}}
+	setAll(got, kv...)
+	for i := 0; i < len(kv); i += 2 {
+		want.Set(kv[i], kv[i+1])
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("setAll made %v, Set %v", got, want)
+	}
+	got.Add("Content-Length", "13") // each value is its own: appending to one leaves the next alone
+	if got.Get(OverheadHeader) != "7" {
+		t.Errorf("appending to one value changed the next: %v", got)
 	}
 }

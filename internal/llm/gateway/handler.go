@@ -1121,8 +1121,18 @@ func copyResponseIDs(dst, src http.Header, red *redactor) {
 	}
 	if id != "" {
 		id, _ = red.scrubString(id)
-		dst.Set("Request-Id", id)
-		dst.Set("X-Request-Id", id)
+		setAll(dst, "Request-Id", id, "X-Request-Id", id)
+	}
+}
+
+// setAll sets each key of kv (key, value, key, value...; keys in their
+// canonical form) to its one value, as Header.Set would, with one
+// allocation for all the values instead of one for each.
+func setAll(h http.Header, kv ...string) {
+	vals := make([]string, len(kv)/2)
+	for i := range vals {
+		vals[i] = kv[2*i+1]
+		h[kv[2*i]] = vals[i : i+1 : i+1]
 	}
 }
 
@@ -1452,10 +1462,8 @@ func (s *scrubWriter) FlushError() error { return s.w.FlushError() }
 // trace, if asked for) computed just before the headers go out.
 func (x *exchange) writeBody(status int, ctype string, body []byte) {
 	h := x.w.Header()
-	h.Set("Content-Type", ctype)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
 	now := x.clock()
-	h.Set(OverheadHeader, micros(x.overhead(now)))
+	setAll(h, "Content-Type", ctype, "Content-Length", strconv.Itoa(len(body)), OverheadHeader, micros(x.overhead(now)))
 	if x.trace {
 		h.Set(TraceHeader, x.traceValue(now))
 	}

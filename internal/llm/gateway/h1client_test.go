@@ -1,10 +1,8 @@
 package gateway
 
 import (
-	"crypto/tls"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -16,17 +14,7 @@ import (
 // A provider with http: h1 over https:// goes through h1client over TLS
 // (ALPN http/1.1), to the mock provider on TLS, which offers h2 as well.
 func TestH1ProviderClientTLS(t *testing.T) {
-	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its test certificate
-	cert.Close()
-	mock := mockllm.New(mockllm.Options{})
-	url, err := mock.StartTLS("127.0.0.1:0", &tls.Config{Certificates: cert.TLS.Certificates})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mock.Close() })
-	p := oaProvider("tls", url)
-	p.HTTP = HTTP1
-	p.TLS = &tls.Config{RootCAs: cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	mock, p := tlsMockProvider(t, HTTP1)
 	h := newGW(t, []Provider{p}, []Route{{Match: "gpt-*", Targets: []Target{{Provider: "tls"}}}}, nil)
 	if _, ok := h.g.providers["tls"].rt.(*h1client.Transport); !ok {
 		t.Fatalf("an h1 provider's client over https is %T, want *h1client.Transport", h.g.providers["tls"].rt)

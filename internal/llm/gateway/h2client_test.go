@@ -61,9 +61,11 @@ func TestH2CProviderClient(t *testing.T) {
 	}
 }
 
-// A provider with http: h2 goes through h2client over TLS (ALPN h2), to
-// the mock provider on TLS.
-func TestH2ProviderClient(t *testing.T) {
+// tlsMockProvider starts the mock provider on TLS (it offers h2 and
+// http/1.1 by ALPN) and returns it with an OpenAI provider named "tls"
+// that trusts its certificate and speaks v to it.
+func tlsMockProvider(t *testing.T, v HTTPVersion) (*mockllm.Server, Provider) {
+	t.Helper()
 	cert := httptest.NewTLSServer(http.NotFoundHandler()) // for its test certificate
 	cert.Close()
 	mock := mockllm.New(mockllm.Options{})
@@ -73,8 +75,15 @@ func TestH2ProviderClient(t *testing.T) {
 	}
 	t.Cleanup(func() { mock.Close() })
 	p := oaProvider("tls", url)
-	p.HTTP = H2
+	p.HTTP = v
 	p.TLS = &tls.Config{RootCAs: cert.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	return mock, p
+}
+
+// A provider with http: h2 goes through h2client over TLS (ALPN h2), to
+// the mock provider on TLS.
+func TestH2ProviderClient(t *testing.T) {
+	mock, p := tlsMockProvider(t, H2)
 	h := newGW(t, []Provider{p}, []Route{{Match: "gpt-*", Targets: []Target{{Provider: "tls"}}}}, nil)
 	if _, ok := h.g.providers["tls"].rt.(*h2client.Transport); !ok {
 		t.Fatalf("an h2 provider's client is %T, want *h2client.Transport", h.g.providers["tls"].rt)

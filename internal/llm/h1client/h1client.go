@@ -216,9 +216,7 @@ func (t *Transport) dialSlot(ctx context.Context) (*conn, bool, error) {
 func (t *Transport) put(c *conn) {
 	c.idleAt = time.Now()
 	t.mu.Lock()
-	if len(t.waiters) > 0 {
-		ch := t.waiters[0]
-		t.waiters = t.waiters[1:]
+	if ch := t.nextWaiter(); ch != nil {
 		t.mu.Unlock()
 		ch <- c
 		return
@@ -233,15 +231,24 @@ func (t *Transport) put(c *conn) {
 // freeSlot gives up a slot of open, to a waiter if there is one.
 func (t *Transport) freeSlot() {
 	t.mu.Lock()
-	if len(t.waiters) > 0 {
-		ch := t.waiters[0]
-		t.waiters = t.waiters[1:]
+	if ch := t.nextWaiter(); ch != nil {
 		t.mu.Unlock()
 		ch <- nil
 		return
 	}
 	t.open--
 	t.mu.Unlock()
+}
+
+// nextWaiter takes the longest waiting request's channel off the queue,
+// or returns nil; t.mu is held.
+func (t *Transport) nextWaiter() chan *conn {
+	if len(t.waiters) == 0 {
+		return nil
+	}
+	ch := t.waiters[0]
+	t.waiters = t.waiters[1:]
+	return ch
 }
 
 // sweepIdle closes the connections idle for IdleConnTimeout, and runs

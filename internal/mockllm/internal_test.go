@@ -1,13 +1,16 @@
 package mockllm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -455,6 +458,47 @@ func TestTextIsWholeWordsEndingInAFullStop(t *testing.T) {
 				t.Errorf("ResponseBytes %d: %q is not a whole word of the sentences (text %q)", size, w, text)
 				break
 			}
+		}
+	}
+}
+
+// parseShared answers the same body with the same parse, from many
+// goroutines at once, and parses a different one afresh; a bad body is
+// refused every time, never remembered.
+func TestParseShared(t *testing.T) {
+	s := New(Options{})
+	a := []byte(`{"model":"m1","max_tokens":7,"stop":["x"],"messages":[{"role":"user","content":"hi"}]}`)
+	b := []byte(`{"model":"m2","messages":[{"role":"user","content":"hello there"}]}`)
+	want, err := parseRequest(OpenAI, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if got, err := s.parseShared(OpenAI, a); err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("parseShared: %+v %v, want %+v", got, err, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if p := s.lastParsed.Load(); p == nil || !bytes.Equal(p.body, a) {
+		t.Fatal("the body parsed is not kept")
+	}
+	if got, err := s.parseShared(OpenAI, b); err != nil || got.model != "m2" {
+		t.Errorf("a different body: %+v %v", got, err)
+	}
+	if _, err := s.parseShared(Anthropic, b); err == nil {
+		t.Error("the same body in the other dialect was not parsed as that dialect's (it lacks max_tokens)")
+	}
+	for range 2 {
+		if _, err := s.parseShared(OpenAI, []byte(`{"model":"m"}`)); err == nil {
+			t.Error("a request without messages was accepted")
 		}
 	}
 }

@@ -91,8 +91,7 @@ type engine struct {
 	date    []byte // the Date header, for dateSec
 	dateSec int64
 	spare   []leanEvent
-	hdr     []byte // scratch for header blocks
-	parsed  parsed
+	hdr     []byte  // scratch for header blocks
 	last    *cohort // the cohort answers started now join, if theirs
 }
 

@@ -75,7 +75,7 @@ func (st *lstream) dispatch(now time.Time) {
 		d, generation = Anthropic, true
 	}
 	if generation && st.bodyDone && len(r.Header[upgradeMarker]) == 0 {
-		if req, f, faulted, ok := s.admit(r, st.body, d, &st.c.e.parsed); ok {
+		if req, f, faulted, ok := s.admit(r, st.body, d); ok {
 			if faulted {
 				st.runHandler(r, &f)
 			} else {

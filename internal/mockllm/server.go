@@ -58,9 +58,7 @@ type Count struct {
 // can serve it; Serve, ServeTLS, Start and StartTLS serve it with HTTP/2 as
 // well. All its methods are safe for concurrent use.
 type Server struct {
-	opt Options
-	// lastParsed is the last body parseShared parsed, and what to.
-	lastParsed  atomic.Pointer[parsed]
+	opt         Options
 	log         *slog.Logger
 	faults      []fault
 	modelFaults [][]fault // per Options.ModelErrors entry
@@ -82,6 +80,8 @@ type Server struct {
 	requests atomic.Int64
 	counts   [2][2][600]atomic.Int64 // [dialect][stream][status]
 	last     atomic.Pointer[Request]
+	// lastParsed is the last body parseShared parsed, and what to.
+	lastParsed atomic.Pointer[parsed]
 
 	argsCache  sync.Map // schema → generated arguments
 	argsCached atomic.Int64
@@ -350,20 +350,13 @@ func parseRequest(d Dialect, body []byte) (request, error) {
 // window), without answering or counting it; and if so, which fault, if
 // any, it drew for it. The lean engine answers the requests that pass with
 // no fault itself, and hands every other one to the handler.
-func (s *Server) admit(r *http.Request, body []byte, d Dialect, last *parsed) (req request, f fault, faulted, ok bool) {
+func (s *Server) admit(r *http.Request, body []byte, d Dialect) (req request, f fault, faulted, ok bool) {
 	if r.Method != http.MethodPost || int64(len(body)) > s.opt.MaxBodyBytes || !s.authorized(r, d) {
 		return req, f, false, false
 	}
-	if last.valid && last.d == d && bytes.Equal(last.body, body) {
-		req = last.req
-	} else {
-		var err error
-		if req, err = parseRequest(d, body); err != nil {
-			return req, f, false, false
-		}
-		if len(body) <= maxParsedBody {
-			*last = parsed{valid: true, d: d, body: append(last.body[:0], body...), req: req}
-		}
+	req, err := s.parseShared(d, body)
+	if err != nil {
+		return req, f, false, false
 	}
 	if _, limited := s.rateLimited(s.clock()); limited {
 		return req, f, false, false
@@ -372,29 +365,26 @@ func (s *Server) admit(r *http.Request, body []byte, d Dialect, last *parsed) (r
 	return req, f, faulted, true
 }
 
-// parsed is the last body admit parsed, and what it parsed to. Load
-// generators send the same body over and over, and parsing it with
-// encoding/json was the largest part of a plain answer's cost; a request
-// is only ever read, so the parse can be shared.
+// parsed is the last body parseShared parsed, and what it parsed to.
 type parsed struct {
-	valid bool
-	d     Dialect
-	body  []byte
-	req   request
+	d    Dialect
+	body []byte
+	req  request
 }
 
-// parseShared is parseRequest for the handlers on net/http's goroutines,
-// which share the last body parsed as the lean engine's loop keeps its
-// own (admit): over HTTP/1.1 a load generator's same body, decoded with
-// encoding/json for every request, was 12% of the mock's CPU. What is
-// shared is only read.
+// parseShared is parseRequest, remembering the last body parsed for the
+// lean engine's loop and net/http's goroutines alike. Load generators
+// send the same body over and over, and decoding it with encoding/json
+// was the largest part of a plain answer's cost (12% of the mock's CPU
+// over HTTP/1.1); a request is only ever read, so the parse can be
+// shared.
 func (s *Server) parseShared(d Dialect, body []byte) (request, error) {
 	if p := s.lastParsed.Load(); p != nil && p.d == d && bytes.Equal(p.body, body) {
 		return p.req, nil
 	}
 	req, err := parseRequest(d, body)
 	if err == nil && len(body) <= maxParsedBody {
-		s.lastParsed.Store(&parsed{valid: true, d: d, body: bytes.Clone(body), req: req})
+		s.lastParsed.Store(&parsed{d: d, body: bytes.Clone(body), req: req})
 	}
 	return req, err
 }

@@ -93,10 +93,7 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return 
 // Read reads from the buffer, refilling it with one read(2) when empty.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(c.head) > 0 {
-		if c.sniff {
-			c.sniff = false
-			c.decide(c.head)
-		}
+		c.sniffed(c.head)
 		n := copy(p, c.head)
 		c.head = c.head[n:]
 		return n, nil
@@ -104,10 +101,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if c.rbuf == nil {
 		if len(p) >= readChunk {
 			_, n, err := c.readSock(p)
-			if c.sniff && n > 0 {
-				c.sniff = false
-				c.decide(p[:n])
-			}
+			c.sniffed(p[:n])
 			return n, err
 		}
 		b, n, err := c.readSock(nil)
@@ -116,10 +110,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 		// An error with data comes again on the next read of the socket.
 		c.rbuf, c.rpos, c.rend = b, 0, n
-		if c.sniff {
-			c.sniff = false
-			c.decide((*b)[:n])
-		}
+		c.sniffed((*b)[:n])
 	}
 	n := copy(p, (*c.rbuf)[c.rpos:c.rend])
 	c.rpos += n
@@ -128,6 +119,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 		c.rbuf = nil
 	}
 	return n, nil
+}
+
+// sniffed decides, from the connection's first bytes, between batched
+// and direct writes, if it is still to (see Listener).
+func (c *Conn) sniffed(first []byte) {
+	if c.sniff && len(first) > 0 {
+		c.sniff = false
+		c.decide(first)
+	}
 }
 
 // readSock reads once from the socket: into p, or, if p is nil, into a
@@ -182,7 +182,7 @@ func newConn(c net.Conn, raw bool) *Conn {
 		if r, ok := c.(Replayer); ok && b.raw == nil {
 			inner, head := r.Replayed()
 			if b.raw = newRawSock(inner); b.raw != nil {
-				b.head = append([]byte(nil), head...)
+				b.head = head // the Replayer reads them no more
 			}
 		}
 	}

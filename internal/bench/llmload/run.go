@@ -131,7 +131,7 @@ func newClients(w Workload) []*http.Client {
 			addr = net.JoinHostPort(u.Hostname(), "80")
 		}
 		return []*http.Client{{Transport: h1client.New(h1client.Options{
-			Addr: addr, Dial: dialer.DialContext, MaxConns: w.MaxInflight, IdleConnTimeout: 90 * time.Second,
+			Addr: addr, Dial: dialer.DialContext, MaxConns: w.MaxInflight,
 		})}}
 	}
 	tr := &http.Transport{

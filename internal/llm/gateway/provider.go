@@ -66,6 +66,10 @@ const (
 	HTTP1NetHTTP HTTP1Client = "net/http"
 )
 
+// idleConnTimeout closes a provider connection unused for that long,
+// whichever client holds it.
+const idleConnTimeout = 90 * time.Second
+
 // Defaults for Provider settings left at zero.
 const (
 	DefaultMaxConns        = 256
@@ -224,7 +228,7 @@ func newProvider(p Provider) (*provider, error) {
 		MaxIdleConns:          p.MaxConns,
 		MaxIdleConnsPerHost:   p.MaxConns,
 		MaxConnsPerHost:       p.MaxConns,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       idleConnTimeout,
 		ExpectContinueTimeout: 0,
 		// Compression would make the provider buffer event streams, and
 		// the fast path forwards bytes as they come.
@@ -259,7 +263,7 @@ func newProvider(p Provider) (*provider, error) {
 			Dial:            dial,
 			MaxConns:        p.MaxConns,
 			ConnectTimeout:  p.ConnectTimeout,
-			IdleConnTimeout: 90 * time.Second,
+			IdleConnTimeout: idleConnTimeout,
 		})
 		client, closeIdle = h2, h2.CloseIdleConnections
 	case (p.HTTP == HTTP1 || (p.HTTP == HTTPAuto && !tlsOn)) && p.HTTP1Client == HTTP1Strait:
@@ -269,7 +273,7 @@ func newProvider(p Provider) (*provider, error) {
 			Dial:            dial,
 			MaxConns:        p.MaxConns,
 			ConnectTimeout:  p.ConnectTimeout,
-			IdleConnTimeout: 90 * time.Second,
+			IdleConnTimeout: idleConnTimeout,
 		})
 		client, closeIdle = h1, h1.CloseIdleConnections
 	}

@@ -286,7 +286,12 @@ func TestIdleConnections(t *testing.T) {
 	}
 	get()
 	s.CloseClientConnections() // the server ends the idle connection
-	time.Sleep(20 * time.Millisecond)
+	// Once its end has reached the client (an end read stays there):
+	waitFor(t, "the server's close to reach the idle connection", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.idle) == 1 && !tr.idle[0].wb.Quiet()
+	})
 	get()
 	if n := s.conns.Load(); n != 2 {
 		t.Errorf("%d connections, want 2", n)

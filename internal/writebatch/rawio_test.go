@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,7 +124,7 @@ func TestAWaitingReaderHoldsNoBuffer(t *testing.T) {
 			done <- struct{}{}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // every read is waiting
+	waitingReads(t, conns)
 	grew := int64(heap()) - int64(before)
 	if limit := int64(conns * readChunk / 4); grew > limit {
 		t.Errorf("%d waiting reads grew the heap by %d bytes; one buffer each would be %d", conns, grew, conns*readChunk)
@@ -258,5 +259,27 @@ func TestReplayerIsReadRaw(t *testing.T) {
 	c.mu.Unlock()
 	if !direct {
 		t.Error("an HTTP/1.1 connection's writes are batched")
+	}
+}
+
+// waitingReads waits until n goroutines wait in the poller inside a
+// Conn's Read, as the goroutine dump shows them.
+func waitingReads(t *testing.T, n int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		dump := string(buf[:runtime.Stack(buf, true)])
+		k := 0
+		for _, g := range strings.Split(dump, "\n\n") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, "writebatch.(*Conn).Read(") {
+				k++
+			}
+		}
+		if k >= n {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d of %d reads are waiting", k, n)
+		}
 	}
 }

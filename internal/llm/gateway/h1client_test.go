@@ -19,11 +19,8 @@ func TestH1ProviderClientTLS(t *testing.T) {
 	if _, ok := h.g.providers["tls"].rt.(*h1client.Transport); !ok {
 		t.Fatalf("an h1 provider's client over https is %T, want *h1client.Transport", h.g.providers["tls"].rt)
 	}
-	for _, stream := range []bool{false, true, false} {
-		rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, endpoint(translate.OpenAI), requestBody(translate.OpenAI, "gpt-4o", stream)))
-		if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
-			t.Errorf("stream %v: status %d done %v text %q error %q", stream, rp.status, rp.done, rp.text, rp.errMsg)
-		}
+	for range 2 {
+		answersEach(t, h, mock, []clientCase{{translate.OpenAI, "gpt-4o"}})
 	}
 	if last, ok := mock.LastRequest(); !ok || last.Proto != "HTTP/1.1" {
 		t.Errorf("the provider's last request came over %q, want HTTP/1.1", last.Proto)
@@ -74,23 +71,8 @@ func TestH1ProviderClient(t *testing.T) {
 			t.Errorf("provider %s: client %T", name, rt)
 		}
 	}
-	for round := range 3 {
-		for _, c := range []struct {
-			client translate.Dialect
-			model  string
-		}{
-			{translate.OpenAI, "gpt-4o"},      // fast path
-			{translate.Anthropic, "claude-x"}, // translated
-			{translate.OpenAI, "flaky-1"},     // reset on the first target, then the second
-			{translate.Anthropic, "std-1"},    // net/http's client
-		} {
-			for _, stream := range []bool{false, true} {
-				rp := read(t, c.client, h.post(t, client(false), c.client, endpoint(c.client), requestBody(c.client, c.model, stream)))
-				if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
-					t.Errorf("round %d, %s client, %s, stream %v: status %d done %v text %q error %q", round, c.client, c.model, stream, rp.status, rp.done, rp.text, rp.errMsg)
-				}
-			}
-		}
+	for range 3 {
+		answersEach(t, h, mock, clientCases)
 	}
 	if n := reset.Requests(); n != 6 {
 		t.Errorf("the resetting provider got %d requests, want 6", n)

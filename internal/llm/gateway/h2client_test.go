@@ -37,22 +37,7 @@ func TestH2CProviderClient(t *testing.T) {
 	if _, ok := h.g.providers["std"].rt.(*http.Transport); !ok {
 		t.Fatalf("with http2_client net/http, the client is %T, want *http.Transport", h.g.providers["std"].rt)
 	}
-	for _, c := range []struct {
-		client translate.Dialect
-		model  string
-	}{
-		{translate.OpenAI, "gpt-4o"},      // fast path
-		{translate.Anthropic, "claude-x"}, // translated
-		{translate.OpenAI, "flaky-1"},     // reset on the first target, then the second
-		{translate.Anthropic, "std-1"},    // net/http's client
-	} {
-		for _, stream := range []bool{false, true} {
-			rp := read(t, c.client, h.post(t, client(false), c.client, endpoint(c.client), requestBody(c.client, c.model, stream)))
-			if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
-				t.Errorf("%s client, %s, stream %v: status %d done %v text %q error %q", c.client, c.model, stream, rp.status, rp.done, rp.text, rp.errMsg)
-			}
-		}
-	}
+	answersEach(t, h, mock, clientCases)
 	if n := reset.Requests(); n != 2 {
 		t.Errorf("the resetting provider got %d requests, want 2", n)
 	}
@@ -88,10 +73,35 @@ func TestH2ProviderClient(t *testing.T) {
 	if _, ok := h.g.providers["tls"].rt.(*h2client.Transport); !ok {
 		t.Fatalf("an h2 provider's client is %T, want *h2client.Transport", h.g.providers["tls"].rt)
 	}
-	for _, stream := range []bool{false, true} {
-		rp := read(t, translate.OpenAI, h.post(t, client(false), translate.OpenAI, endpoint(translate.OpenAI), requestBody(translate.OpenAI, "gpt-4o", stream)))
-		if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
-			t.Errorf("stream %v: status %d done %v text %q error %q", stream, rp.status, rp.done, rp.text, rp.errMsg)
+	answersEach(t, h, mock, []clientCase{{translate.OpenAI, "gpt-4o"}})
+}
+
+// clientCase is a model asked for by a client of a dialect.
+type clientCase struct {
+	client translate.Dialect
+	model  string
+}
+
+// clientCases are the requests the provider-client tests send, with their
+// routes: the fast path, a translated one, a first target that resets
+// and a second that answers, and a provider on net/http's client.
+var clientCases = []clientCase{
+	{translate.OpenAI, "gpt-4o"},      // fast path
+	{translate.Anthropic, "claude-x"}, // translated
+	{translate.OpenAI, "flaky-1"},     // reset on the first target, then the second
+	{translate.Anthropic, "std-1"},    // net/http's client
+}
+
+// answersEach sends each case, JSON and streamed, through h and checks
+// that mock's whole text comes back.
+func answersEach(t *testing.T, h *gw, mock *mockllm.Server, cases []clientCase) {
+	t.Helper()
+	for _, c := range cases {
+		for _, stream := range []bool{false, true} {
+			rp := read(t, c.client, h.post(t, client(false), c.client, endpoint(c.client), requestBody(c.client, c.model, stream)))
+			if rp.status != 200 || rp.text != mock.Text() || (stream && !rp.done) {
+				t.Errorf("%s client, %s, stream %v: status %d done %v text %q error %q", c.client, c.model, stream, rp.status, rp.done, rp.text, rp.errMsg)
+			}
 		}
 	}
 }

@@ -151,9 +151,15 @@ func bindLLM(l *config.LLM, reg prometheus.Registerer, log *slog.Logger) (*llmGa
 		} else {
 			spec.HTTP1, spec.H2C = lc.Cleartext()
 			spec.StraitH2C = lc.StraitH2C()
+			spec.StraitHTTP1 = lc.StraitHTTP1()
 			proto = strings.Join(lc.Protocols, ", ")
-			if spec.StraitH2C {
+			switch {
+			case spec.StraitH2C && spec.StraitHTTP1:
+				proto += " (by Strait's HTTP/1.1 and HTTP/2 servers)"
+			case spec.StraitH2C:
 				proto += " (h2c by Strait's HTTP/2 server)"
+			case spec.StraitHTTP1:
+				proto += " (HTTP/1.1 by Strait's HTTP/1.1 server)"
 			}
 		}
 		ln, err := net.Listen("tcp", lc.Listen)

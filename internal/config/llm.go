@@ -116,7 +116,14 @@ type LLMListener struct {
 	// HTTP2Server picks the server for h2c: net/http (x/net's, the
 	// default) or strait (Strait's own, internal/llm/h2server).
 	HTTP2Server string `yaml:"http2_server,omitempty"`
+	// HTTP1Server picks the server for HTTP/1.1: net/http (the default)
+	// or strait (Strait's own, internal/llm/h1server).
+	HTTP1Server string `yaml:"http1_server,omitempty"`
 }
+
+// StraitHTTP1 reports whether the listener's HTTP/1.1 is served by
+// Strait's own HTTP/1.1 server.
+func (l *LLMListener) StraitHTTP1() bool { return l.HTTP1Server == "strait" }
 
 // StraitH2C reports whether the listener's h2c is served by Strait's own
 // HTTP/2 server.
@@ -623,6 +630,15 @@ func (v *validator) llm(infos []vcInfo, admin vcInfo) {
 			}
 		default:
 			v.add(p+".http2_server", v.c.show(p+".http2_server", ln.HTTP2Server)+" is not allowed: use net/http (the default) or strait")
+		}
+		switch ln.HTTP1Server {
+		case "", "net/http":
+		case "strait":
+			if h1, _ := ln.Cleartext(); ln.TLS != nil || !h1 {
+				v.add(p+".http1_server", "strait serves cleartext HTTP/1.1 only: list http1 in protocols and leave tls out, or use net/http (the default)")
+			}
+		default:
+			v.add(p+".http1_server", v.c.show(p+".http1_server", ln.HTTP1Server)+" is not allowed: use net/http (the default) or strait")
 		}
 		v.tlsServer(p+".tls", ln.TLS)
 		if info.listenOK {

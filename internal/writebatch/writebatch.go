@@ -32,6 +32,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -418,4 +419,26 @@ func (c *Conn) Quiet() bool {
 		return c.raw.quiet()
 	}
 	return quietSock(c.Conn)
+}
+
+// RawConn returns the socket's raw access, for a caller that watches the
+// socket on its own (for its peer's hang-up, say) while this Conn reads
+// and writes it; nil if the connection is not a TCP socket.
+func (c *Conn) RawConn() syscall.RawConn {
+	if c.raw != nil {
+		return c.raw.rc
+	}
+	inner := c.Conn
+	if r, ok := inner.(Replayer); ok {
+		inner, _ = r.Replayed()
+	}
+	tc, ok := inner.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

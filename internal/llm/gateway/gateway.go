@@ -39,9 +39,11 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/straitgw/strait/internal/h2sched"
+	"github.com/straitgw/strait/internal/llm/h1server"
 	"github.com/straitgw/strait/internal/llm/h2server"
 	"github.com/straitgw/strait/internal/llm/limits"
 	"github.com/straitgw/strait/internal/llm/translate"
+	"github.com/straitgw/strait/internal/prefacelisten"
 	"github.com/straitgw/strait/internal/writebatch"
 )
 
@@ -128,6 +130,13 @@ type Listener struct {
 	// (HTTP/1.1, its Upgrade: h2c included) to net/http. It applies to a
 	// cleartext listener speaking h2c only.
 	StraitH2C bool
+	// StraitHTTP1 serves HTTP/1.1 with Strait's own server (h1server),
+	// which costs less per request and holds less memory per request in
+	// flight than net/http's; an "Upgrade: h2c" request is then answered
+	// over HTTP/1.1. It applies to a cleartext listener speaking http1
+	// only; its h2c with prior knowledge stays with the server StraitH2C
+	// picks.
+	StraitHTTP1 bool
 }
 
 // Gateway is the LLM gateway: a handler shared by any number of listeners.
@@ -324,12 +333,29 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 
 	var err error
 	ln = writebatch.Listener{Listener: ln, TLS: l.TLS != nil}
-	if l.StraitH2C && l.TLS == nil && srv.Protocols.UnencryptedHTTP2() {
+	straitH2C := l.StraitH2C && l.TLS == nil && srv.Protocols.UnencryptedHTTP2()
+	if straitH2C {
 		lean := g.leanServer(srv)
 		ln = lean.Listen(ln)
 		defer func() {
 			if err != nil {
 				lean.Close() // the listener failed: nothing drains it
+			}
+		}()
+	}
+	if l.StraitHTTP1 && l.TLS == nil && srv.Protocols.HTTP1() {
+		h1 := g.leanH1Server(srv)
+		var pass func(net.Conn) bool
+		if srv.Protocols.UnencryptedHTTP2() && !straitH2C {
+			// HTTP/2 with prior knowledge stays with net/http: sort the
+			// connections by their first bytes and let those through.
+			ln = prefacelisten.New(ln, srv.ReadHeaderTimeout, func(net.Conn) bool { return false })
+			pass = opensWithPreface
+		}
+		ln = h1.Listen(ln, pass)
+		defer func() {
+			if err != nil {
+				h1.Close()
 			}
 		}()
 	}
@@ -375,6 +401,41 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 		_ = lean.Shutdown(ctx)
 	})
 	return lean
+}
+
+// leanH1Server returns Strait's HTTP/1.1 server for srv's HTTP/1.1
+// connections, with srv's limits, stopped with it as leanServer's is:
+// srv's Shutdown closes its idle connections and the rest after their
+// answers, and those still open leanCloseGrace after Shutdown aborts the
+// requests in flight are closed.
+func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
+	lean := &h1server.Server{
+		Handler:           g,
+		MaxHeaderBytes:    srv.MaxHeaderBytes,
+		IdleTimeout:       srv.IdleTimeout,
+		ReadHeaderTimeout: srv.ReadHeaderTimeout,
+		BaseContext:       g.baseCtx,
+		Log:               g.log,
+	}
+	srv.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stop := context.AfterFunc(g.baseCtx, func() { time.AfterFunc(leanCloseGrace, cancel) })
+		defer stop()
+		_ = lean.Shutdown(ctx)
+	})
+	return lean
+}
+
+// opensWithPreface reports whether a sorted connection opened with
+// HTTP/2's preface.
+func opensWithPreface(c net.Conn) bool {
+	r, ok := c.(writebatch.Replayer)
+	if !ok {
+		return false
+	}
+	_, head := r.Replayed()
+	return string(head) == prefacelisten.Preface
 }
 
 // Ready reports nil while the gateway serves on at least one listener and is

@@ -57,6 +57,25 @@ func TestLLMStraitH2CDefaultProtocols(t *testing.T) {
 	}
 }
 
+// http1_server: strait is accepted on a cleartext listener speaking
+// HTTP/1.1, with either HTTP/2 server; net/http is the default.
+func TestLLMStraitHTTP1(t *testing.T) {
+	for _, ln := range []string{
+		"    - {listen: 127.0.0.1:8080, http1_server: strait}",
+		"    - {listen: 127.0.0.1:8080, http1_server: strait, protocols: [http1]}",
+		"    - {listen: 127.0.0.1:8080, http1_server: strait, http2_server: strait}",
+	} {
+		cfg := mustParse(t, doc(llmWith(3, ln)...))
+		if l := cfg.LLM.Listeners[0]; !l.StraitHTTP1() {
+			t.Errorf("%s: %+v", ln, l)
+		}
+	}
+	cfg := mustParse(t, doc(llmMinimal...))
+	if ln := cfg.LLM.Listeners[0]; ln.StraitHTTP1() || ln.HTTP1Server != "" {
+		t.Errorf("http1_server's default: %+v", ln)
+	}
+}
+
 // http1_client is accepted wherever the provider speaks HTTP/1.1: http: h1
 // (over http:// or https://) and the default over http://; a base_url
 // that is already wrong gets no second error from it.
@@ -224,6 +243,9 @@ func TestLLMErrors(t *testing.T) {
 		{"protocols with tls", llmWith(3, "    - {listen: 127.0.0.1:8080, protocols: [h2c], tls: {cert_file: x, key_file: y}}"), "llm.listeners[0].protocols", 3, "a TLS listener speaks HTTP/1.1 and HTTP/2 by ALPN"},
 		{"bad http2_server", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: lean}"), "llm.listeners[0].http2_server", 3, "use net/http (the default) or strait"},
 		{"http2_server strait with tls", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: strait, tls: {cert_file: x, key_file: y}}"), "llm.listeners[0].http2_server", 3, "strait serves h2c (HTTP/2 without TLS) only"},
+		{"bad http1_server", llmWith(3, "    - {listen: 127.0.0.1:8080, http1_server: lean}"), "llm.listeners[0].http1_server", 3, "use net/http (the default) or strait"},
+		{"http1_server strait with tls", llmWith(3, "    - {listen: 127.0.0.1:8080, http1_server: strait, tls: {cert_file: x, key_file: y}}"), "llm.listeners[0].http1_server", 3, "strait serves cleartext HTTP/1.1 only"},
+		{"http1_server strait without http1", llmWith(3, "    - {listen: 127.0.0.1:8080, http1_server: strait, protocols: [h2c]}"), "llm.listeners[0].http1_server", 3, "list http1 in protocols and leave tls out"},
 		{"http2_server strait without h2c", llmWith(3, "    - {listen: 127.0.0.1:8080, http2_server: strait, protocols: [http1]}"), "llm.listeners[0].http2_server", 3, "list h2c in protocols and leave tls out"},
 		{"listeners clash", llmWith(3, "    - listen: 127.0.0.1:8080\n    - listen: :8080"), "llm.listeners[1].listen", 4, "also the listen port of llm.listeners[0]"},
 		{"admin clash", llmWith(0, "", "admin: {listen: \"127.0.0.1:8080\"}"), "llm.listeners[0].listen", 3, "admin listener"},

@@ -98,60 +98,65 @@ func TestH2CServersSDKs(t *testing.T) {
 	for _, srv := range h2Servers {
 		t.Run(srv.name, func(t *testing.T) {
 			h := newHarness(t, harnessConfig{providerH2C: true, listener: Listener{StraitH2C: srv.strait}})
-			hc := xnetH2CClient()
-			ctx := context.Background()
-			oc := openai.NewClient(openaioption.WithBaseURL(h.url+"/v1/"), openaioption.WithAPIKey(testKey),
-				openaioption.WithMaxRetries(0), openaioption.WithHTTPClient(hc))
-			ac := anthropic.NewClient(anthropicoption.WithBaseURL(h.url+"/"), anthropicoption.WithAPIKey(testKey),
-				anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(hc))
-			for _, pd := range dialects {
-				model := modelFor(pd)
-				t.Run("openai-to-"+string(pd), func(t *testing.T) {
-					params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("The capital of France?")}}
-					resp, err := oc.Chat.Completions.New(ctx, params)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "Paris." {
-						t.Errorf("JSON: %+v", resp.Choices)
-					}
-					params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-					st := oc.Chat.Completions.NewStreaming(ctx, params)
-					var acc openai.ChatCompletionAccumulator
-					for st.Next() {
-						acc.AddChunk(st.Current())
-					}
-					if err := st.Err(); err != nil {
-						t.Fatal(err)
-					}
-					if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Paris." || acc.Usage.PromptTokens != 12 {
-						t.Errorf("stream: %+v usage %+v", acc.Choices, acc.Usage)
-					}
-				})
-				t.Run("anthropic-to-"+string(pd), func(t *testing.T) {
-					params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
-						Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("The capital of France?"))}}
-					msg, err := ac.Messages.New(ctx, params)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(msg.Content) != 1 || msg.Content[0].Text != "Paris." {
-						t.Errorf("JSON: %+v", msg.Content)
-					}
-					st := ac.Messages.NewStreaming(ctx, params)
-					var acc anthropic.Message
-					for st.Next() {
-						if err := acc.Accumulate(st.Current()); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if err := st.Err(); err != nil {
-						t.Fatal(err)
-					}
-					if len(acc.Content) != 1 || acc.Content[0].Text != "Paris." || acc.Usage.OutputTokens != 3 {
-						t.Errorf("stream: %+v usage %+v", acc.Content, acc.Usage)
-					}
-				})
+			sdkRoundTrips(t, h, xnetH2CClient())
+		})
+	}
+}
+
+// sdkRoundTrips runs the official SDKs, on hc, JSON and stream, on the
+// fast path (their own dialect's provider) and translated (the other's).
+func sdkRoundTrips(t *testing.T, h *harness, hc *http.Client) {
+	ctx := context.Background()
+	oc := openai.NewClient(openaioption.WithBaseURL(h.url+"/v1/"), openaioption.WithAPIKey(testKey),
+		openaioption.WithMaxRetries(0), openaioption.WithHTTPClient(hc))
+	ac := anthropic.NewClient(anthropicoption.WithBaseURL(h.url+"/"), anthropicoption.WithAPIKey(testKey),
+		anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(hc))
+	for _, pd := range dialects {
+		model := modelFor(pd)
+		t.Run("openai-to-"+string(pd), func(t *testing.T) {
+			params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("The capital of France?")}}
+			resp, err := oc.Chat.Completions.New(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Choices) != 1 || resp.Choices[0].Message.Content != "Paris." {
+				t.Errorf("JSON: %+v", resp.Choices)
+			}
+			params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+			st := oc.Chat.Completions.NewStreaming(ctx, params)
+			var acc openai.ChatCompletionAccumulator
+			for st.Next() {
+				acc.AddChunk(st.Current())
+			}
+			if err := st.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "Paris." || acc.Usage.PromptTokens != 12 {
+				t.Errorf("stream: %+v usage %+v", acc.Choices, acc.Usage)
+			}
+		})
+		t.Run("anthropic-to-"+string(pd), func(t *testing.T) {
+			params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("The capital of France?"))}}
+			msg, err := ac.Messages.New(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msg.Content) != 1 || msg.Content[0].Text != "Paris." {
+				t.Errorf("JSON: %+v", msg.Content)
+			}
+			st := ac.Messages.NewStreaming(ctx, params)
+			var acc anthropic.Message
+			for st.Next() {
+				if err := acc.Accumulate(st.Current()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(acc.Content) != 1 || acc.Content[0].Text != "Paris." || acc.Usage.OutputTokens != 3 {
+				t.Errorf("stream: %+v usage %+v", acc.Content, acc.Usage)
 			}
 		})
 	}

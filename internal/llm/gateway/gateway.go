@@ -132,10 +132,10 @@ type Listener struct {
 	StraitH2C bool
 	// StraitHTTP1 serves HTTP/1.1 with Strait's own server (h1server),
 	// which costs less per request and holds less memory per request in
-	// flight than net/http's; an "Upgrade: h2c" request is then answered
-	// over HTTP/1.1. It applies to a cleartext listener speaking http1
-	// only; its h2c with prior knowledge stays with the server StraitH2C
-	// picks.
+	// flight than net/http's; the "Upgrade: h2c" handshake still hands
+	// the connection to x/net's HTTP/2 server. It applies to a cleartext
+	// listener speaking http1 only; its h2c with prior knowledge stays
+	// with the server StraitH2C picks.
 	StraitHTTP1 bool
 }
 
@@ -410,12 +410,15 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 // requests in flight are closed.
 func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
 	lean := &h1server.Server{
-		Handler:           g,
+		Handler: srv.Handler, // the gateway, behind the h2c upgrade's handler when h2c is spoken
+
 		MaxHeaderBytes:    srv.MaxHeaderBytes,
 		IdleTimeout:       srv.IdleTimeout,
 		ReadHeaderTimeout: srv.ReadHeaderTimeout,
-		BaseContext:       g.baseCtx,
-		Log:               g.log,
+		// The h2c upgrade serves the connection it takes over with srv's
+		// settings, which it finds in the request's context.
+		BaseContext: context.WithValue(g.baseCtx, http.ServerContextKey, srv),
+		Log:         g.log,
 	}
 	srv.RegisterOnShutdown(func() {
 		ctx, cancel := context.WithCancel(context.Background())

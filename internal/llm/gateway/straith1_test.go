@@ -68,8 +68,8 @@ func TestStraitHTTP1KeepAlive(t *testing.T) {
 }
 
 // With Strait's HTTP/1.1 server, h2c with prior knowledge is still served,
-// by whichever HTTP/2 server is chosen; an "Upgrade: h2c" request is
-// answered over HTTP/1.1.
+// by whichever HTTP/2 server is chosen, and the HTTP/1.1 upgrade to h2c
+// still hands the connection to x/net's (through Hijack).
 func TestStraitHTTP1OtherProtocols(t *testing.T) {
 	for _, srv := range h2Servers {
 		t.Run("h2c by "+srv.name, func(t *testing.T) {
@@ -81,17 +81,9 @@ func TestStraitHTTP1OtherProtocols(t *testing.T) {
 					t.Errorf("h2c %v: status %d proto %d (want %d) text %q", h2c, rp.status, rp.protoMaj, want, rp.text)
 				}
 			}
-			addr := strings.TrimPrefix(h.url, "http://")
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(waitLimit))
-			io.WriteString(conn, "GET /v1/models HTTP/1.1\r\nHost: "+addr+"\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: \r\nAuthorization: Bearer "+testKey+"\r\n\r\n")
-			head := make([]byte, 12)
-			if _, err := io.ReadFull(conn, head); err != nil || string(head) != "HTTP/1.1 200" {
-				t.Errorf("answer to an upgrade request: %q, %v; want HTTP/1.1 200", head, err)
+			status, body := upgradeH2C(t, strings.TrimPrefix(h.url, "http://"), requestBody(translate.OpenAI, "gpt-4o", false))
+			if status != "200" || !strings.Contains(body, "Paris.") {
+				t.Errorf("upgraded request: status %q body %q", status, body)
 			}
 		})
 	}

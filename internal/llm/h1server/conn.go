@@ -46,6 +46,9 @@ type conn struct {
 	cancel context.CancelCauseFunc // the request in flight's
 	gone   bool                    // the client closed its side, or reset
 	dead   bool                    // closed by Shutdown or Close
+	// hijacked: the handler took the connection (Hijack); it is the
+	// handler's to read, write and close.
+	hijacked bool
 }
 
 const (
@@ -204,6 +207,12 @@ func (c *conn) setIdle() bool {
 	return !c.dead && !shutdown && !c.gone
 }
 
+func (c *conn) isHijacked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hijacked
+}
+
 // closing reports whether Shutdown or Close is ending the connection.
 func (c *conn) closing() bool {
 	c.mu.Lock()
@@ -229,11 +238,14 @@ func (c *conn) abort(cause error) {
 	c.mu.Lock()
 	c.dead = true
 	cancel := c.cancel
+	hijacked := c.hijacked
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel(cause)
 	}
-	c.nc.Close()
+	if !hijacked {
+		c.nc.Close()
+	}
 }
 
 // hangUp is the watcher's report that the client closed its side or
@@ -251,7 +263,11 @@ func (c *conn) hangUp() {
 func (c *conn) close() {
 	c.mu.Lock()
 	c.dead = true
+	hijacked := c.hijacked
 	c.mu.Unlock()
+	if hijacked {
+		return
+	}
 	if c.br != nil {
 		c.br.Reset(nil)
 		readers.Put(c.br)
@@ -372,6 +388,10 @@ func (c *conn) serveRequest(req *http.Request) bool {
 	c.cancel = nil
 	c.mu.Unlock()
 	cancel(nil)
+	if c.isHijacked() {
+		w.release()
+		return false
+	}
 	w.finish()
 	if !b.drain() {
 		keep = false

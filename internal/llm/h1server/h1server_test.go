@@ -464,8 +464,9 @@ func TestHandlerPanic(t *testing.T) {
 	}
 }
 
-// TestUpgradeAnsweredOverHTTP1: an "Upgrade: h2c" request is answered as
-// HTTP/1.1, which RFC 9113 lets a server do.
+// TestUpgradeAnsweredOverHTTP1: an "Upgrade: h2c" request whose handler
+// does not take the connection over is answered as HTTP/1.1, which RFC
+// 9113 lets a server do.
 func TestUpgradeAnsweredOverHTTP1(t *testing.T) {
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })}
 	addr := serve(t, s)
@@ -483,5 +484,49 @@ func TestUpgradeAnsweredOverHTTP1(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != "plain" {
 		t.Errorf("%d %q", resp.StatusCode, b)
+	}
+}
+
+// TestHijack: a handler that takes the connection over gets the bytes the
+// client sent past its request, and the server neither writes to the
+// connection nor closes it afterwards.
+func TestHijack(t *testing.T) {
+	took := make(chan net.Conn, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("Hijack: %v", err)
+			return
+		}
+		line, err := brw.ReadString('\n')
+		if err != nil || line != "after the request\n" {
+			t.Errorf("read past the request: %q, %v", line, err)
+		}
+		brw.WriteString("taken over\n")
+		brw.Flush()
+		took <- nc
+	})}
+	addr := serve(t, s)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\nafter the request\n")
+	br := bufio.NewReader(conn)
+	if line, err := br.ReadString('\n'); err != nil || line != "taken over\n" {
+		t.Fatalf("the client read %q, %v", line, err)
+	}
+	nc := <-took
+	// The handler has returned: the connection is still open, and still
+	// the handler's.
+	io.WriteString(nc, "still mine\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "still mine\n" {
+		t.Errorf("after the handler returned the client read %q, %v", line, err)
+	}
+	nc.Close()
+	if b, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the handler closed it the client read %q, %v", b, err)
 	}
 }

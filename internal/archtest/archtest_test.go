@@ -89,7 +89,7 @@ var rules = []rule{
 	{
 		name: "the LLM gateway builds on the LLM packages and telemetry only",
 		pkgs: []string{"internal/llm/gateway"},
-		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h1client", "internal/llm/h2client", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch"},
+		only: []string{"internal/llm/sse", "internal/llm/translate", "internal/llm/jsonscan", "internal/llm/limits", "internal/llm/h1client", "internal/llm/h2client", "internal/llm/h1server", "internal/llm/h2server", "internal/telemetry", "internal/h2sched", "internal/writebatch", "internal/prefacelisten"},
 	},
 	{
 		name: "llm/h1client (the provider hop's HTTP/1.1 client) builds on writebatch alone",
@@ -100,6 +100,11 @@ var rules = []rule{
 		name: "llm/h2client (the provider hop's HTTP/2 client) builds on h2frames and writebatch alone",
 		pkgs: []string{"internal/llm/h2client"},
 		only: []string{"internal/h2frames", "internal/writebatch"},
+	},
+	{
+		name: "llm/h1server (the client hop's HTTP/1.1 server) builds on writebatch alone",
+		pkgs: []string{"internal/llm/h1server"},
+		only: []string{"internal/writebatch"},
 	},
 	{
 		name: "llm/h2server (the client hop's HTTP/2 server) builds on h2frames, writebatch and prefacelisten alone",
@@ -122,9 +127,9 @@ var rules = []rule{
 		only: nothing,
 	},
 	{
-		name: "mockllm is a self-contained test peer: it shares only the JSON scanner and the HTTP/2 and socket plumbing",
+		name: "mockllm is a self-contained test peer: it shares only the JSON scanner, the HTTP/1.1 server and the HTTP/2 and socket plumbing",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan", "internal/h2sched", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
+		only: []string{"internal/llm/jsonscan", "internal/llm/h1server", "internal/h2sched", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
 	},
 	{
 		name: "rawsock (raw socket reads and writes) imports nothing of ours",

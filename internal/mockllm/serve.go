@@ -13,6 +13,8 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/straitgw/strait/internal/h2sched"
+	"github.com/straitgw/strait/internal/llm/h1server"
+	"github.com/straitgw/strait/internal/prefacelisten"
 	"github.com/straitgw/strait/internal/writebatch"
 )
 
@@ -30,7 +32,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return err
 	}
-	return serveErr(hs.Serve(writebatch.Listener{Listener: s.sorting(l)}))
+	return serveErr(hs.Serve(s.cleartext(hs, l)))
 }
 
 // ServeTLS serves HTTP/1.1 and HTTP/2 (by ALPN) over TLS on l until Close
@@ -69,14 +71,14 @@ func (s *Server) listenAndServe(addr string, cfg *tls.Config) (string, error) {
 	scheme := "http://"
 	var sorted net.Listener
 	if cfg == nil {
-		sorted = s.sorting(l) // now, so that the engine runs once Start returns
+		sorted = s.cleartext(hs, l) // now, so that the engine runs once Start returns
 	}
 	go func() {
 		var err error
 		if cfg != nil {
 			err = hs.ServeTLS(writebatch.Listener{Listener: l, TLS: true}, "", "")
 		} else {
-			err = hs.Serve(writebatch.Listener{Listener: sorted})
+			err = hs.Serve(sorted)
 		}
 		if err = serveErr(err); err != nil {
 			s.log.Error("mock provider stopped serving", "addr", l.Addr().String(), "err", err)
@@ -162,13 +164,41 @@ func (s *Server) sorting(l net.Listener) net.Listener {
 	return newLeanListener(l, s.lean)
 }
 
+// cleartext returns what hs serves of cleartext listener l: with the lean
+// engine taking the prior-knowledge h2c connections, the HTTP/1.1 ones go
+// to Strait's HTTP/1.1 server (h1server), which costs a request less CPU
+// than net/http's (it reads each request and runs the handler on one
+// goroutine), and hs gets none; without the engine hs serves both.
+func (s *Server) cleartext(hs *http.Server, l net.Listener) net.Listener {
+	sorted := s.sorting(l)
+	if sorted == l {
+		return writebatch.Listener{Listener: l} // no lean engine
+	}
+	h1 := &h1server.Server{
+		Handler:           hs.Handler,
+		ReadHeaderTimeout: hs.ReadHeaderTimeout,
+		IdleTimeout:       hs.IdleTimeout,
+		BaseContext:       context.WithValue(context.Background(), http.ServerContextKey, hs),
+		Log:               s.log,
+	}
+	s.mu.Lock()
+	s.h1s = append(s.h1s, h1)
+	s.mu.Unlock()
+	// A connection the engine could not take (not a socket) reaches hs
+	// with its preface.
+	return writebatch.Listener{Listener: h1.Listen(sorted, prefacelisten.OpensWithPreface)}
+}
+
 // Close stops every listener the server serves on and drops every
 // connection, answers in flight included.
 func (s *Server) Close() error {
-	servers, lean := s.shut()
+	servers, h1s, lean := s.shut()
 	var errs []error
 	for _, hs := range servers {
 		errs = append(errs, hs.Close())
+	}
+	for _, h1 := range h1s {
+		errs = append(errs, h1.Close())
 	}
 	if lean != nil {
 		lean.close()
@@ -180,13 +210,16 @@ func (s *Server) Close() error {
 // complete, or ctx ends. Requests held by the timeout error kind are
 // dropped at once.
 func (s *Server) Shutdown(ctx context.Context) error {
-	servers, lean := s.shut()
+	servers, h1s, lean := s.shut()
 	if lean != nil {
 		lean.drain()
 	}
 	var errs []error
 	for _, hs := range servers {
 		errs = append(errs, hs.Shutdown(ctx))
+	}
+	for _, h1 := range h1s {
+		errs = append(errs, h1.Shutdown(ctx))
 	}
 	if lean != nil {
 		errs = append(errs, lean.wait(ctx))
@@ -195,12 +228,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Server) shut() ([]*http.Server, *engine) {
+func (s *Server) shut() ([]*http.Server, []*h1server.Server, *engine) {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	servers, lean := s.servers, s.lean
-	s.servers, s.lean = nil, nil
-	return servers, lean
+	servers, h1s, lean := s.servers, s.h1s, s.lean
+	s.servers, s.h1s, s.lean = nil, nil, nil
+	return servers, h1s, lean
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/straitgw/strait/internal/llm/h1server"
 )
 
 // Dialect is an API dialect the server speaks.
@@ -98,6 +100,7 @@ type Server struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	servers   []*http.Server
+	h1s       []*h1server.Server // HTTP/1.1 next to the lean engine
 	closed    bool
 }
 

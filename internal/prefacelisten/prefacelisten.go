@@ -177,3 +177,11 @@ func (c *replayConn) CloseWrite() error {
 }
 
 var _ io.Reader = (*replayConn)(nil)
+
+// OpensWithPreface reports whether c, a connection Accept returned,
+// opened with HTTP/2's preface: one serve declined, for another server on
+// the same port to take.
+func OpensWithPreface(c net.Conn) bool {
+	r, ok := c.(*replayConn)
+	return ok && string(r.head) == Preface
+}

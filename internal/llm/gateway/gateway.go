@@ -350,7 +350,7 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 			// HTTP/2 with prior knowledge stays with net/http: sort the
 			// connections by their first bytes and let those through.
 			ln = prefacelisten.New(ln, srv.ReadHeaderTimeout, func(net.Conn) bool { return false })
-			pass = opensWithPreface
+			pass = prefacelisten.OpensWithPreface
 		}
 		ln = h1.Listen(ln, pass)
 		defer func() {
@@ -428,17 +428,6 @@ func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
 		_ = lean.Shutdown(ctx)
 	})
 	return lean
-}
-
-// opensWithPreface reports whether a sorted connection opened with
-// HTTP/2's preface.
-func opensWithPreface(c net.Conn) bool {
-	r, ok := c.(writebatch.Replayer)
-	if !ok {
-		return false
-	}
-	_, head := r.Replayed()
-	return string(head) == prefacelisten.Preface
 }
 
 // Ready reports nil while the gateway serves on at least one listener and is

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/straitgw/strait/internal/writebatch"
 )
 
 // conn is one client connection. Its goroutine (ServeConn's) reads each
@@ -66,6 +68,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 		// A sniffing listener's connection: read the one beneath, its
 		// bytes first (they are ours now).
 		c.nc, c.head = r.Replayed()
+	}
+	if _, ok := c.nc.(*writebatch.Conn); !ok {
+		// Its reads and writes as raw system calls, each answer in one
+		// write (writebatch.NewDirect); a socket waiting for its next
+		// request holds no read buffer.
+		c.nc = writebatch.NewDirect(c.nc)
 	}
 	switch u := c.nc.(type) {
 	case interface{ RawConn() syscall.RawConn }:
@@ -149,6 +157,9 @@ func (c *conn) serve() error {
 			return err
 		}
 		c.limit = math.MaxInt64
+		// ReadHeaderTimeout bounds the header, not the body: as with
+		// net/http, a handler bounds its body's reading itself.
+		_ = c.nc.SetReadDeadline(time.Time{})
 		if !c.serveRequest(req) {
 			return nil
 		}
@@ -280,14 +291,18 @@ func (c *conn) close() {
 // request at all, and logs why.
 func (c *conn) badRequest(err error) {
 	switch {
-	case errors.Is(err, errHeaderTooLarge):
+	case errors.Is(err, errHeaderTooLarge), c.limit <= 0:
+		// The bound cuts a line short, which ReadRequest may take for a
+		// malformed one: a request that reached the bound is too large
+		// (net/http's hitReadLimit).
 		c.log.Debug("HTTP/1.1: request header too large", "remote", c.remote, "limit", c.s.maxHeaderBytes())
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "request header fields too large")
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		// Gone before the request was whole: nobody to answer.
 	case isTimeout(err):
 		c.log.Debug("HTTP/1.1: request header not read in time", "remote", c.remote, "err", err)
-	case strings.Contains(err.Error(), "unsupported transfer encoding"):
+	case strings.HasPrefix(err.Error(), "unsupported transfer encoding:"), strings.HasPrefix(err.Error(), "too many transfer encodings:"):
+		// net/http's unsupportedTEError, both of its kinds.
 		c.log.Debug("HTTP/1.1: bad request", "remote", c.remote, "err", err)
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
 	default:
@@ -361,7 +376,7 @@ func (c *conn) serveRequest(req *http.Request) bool {
 	}
 	keep := !req.Close
 	if e, ok := req.Header["Expect"]; ok {
-		if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") || !req.ProtoAtLeast(1, 1) {
+		if len(e) != 1 || !strings.EqualFold(e[0], "100-continue") {
 			c.writeError(http.StatusExpectationFailed, "unsupported Expect")
 			return false
 		}
@@ -370,7 +385,8 @@ func (c *conn) serveRequest(req *http.Request) bool {
 	ctx, cancel := context.WithCancelCause(c.s.baseContext())
 	req = req.WithContext(ctx)
 	b := &body{c: c, rc: req.Body, cl: req.ContentLength}
-	b.sendContinue = req.Header["Expect"] != nil && req.ContentLength != 0
+	// An HTTP/1.0 client's 100-continue is ignored (RFC 9110, 10.1.1).
+	b.sendContinue = req.Header["Expect"] != nil && req.ContentLength != 0 && req.ProtoAtLeast(1, 1)
 	if req.ContentLength == 0 {
 		b.eof = true
 	}
@@ -430,7 +446,8 @@ type body struct {
 	eof          bool
 	err          error // a read failed: the connection cannot go on
 	closed       bool
-	sendContinue bool
+	sendContinue bool // the client waits for "100 Continue", not sent yet
+	headSent     bool // the answer's head is out: "100 Continue" cannot follow it
 }
 
 var errBodyClosed = errors.New("http: invalid Read on closed Body")
@@ -445,7 +462,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if b.sendContinue {
+	if b.sendContinue && !b.headSent {
 		b.sendContinue = false
 		b.c.setWriteDeadline()
 		if _, err := io.WriteString(b.c.nc, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {

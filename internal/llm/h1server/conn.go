@@ -307,7 +307,7 @@ func (c *conn) badRequest(err error) {
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
 	default:
 		c.log.Debug("HTTP/1.1: bad request", "remote", c.remote, "err", err)
-		c.writeError(http.StatusBadRequest, err.Error())
+		c.writeError(http.StatusBadRequest, "malformed request") // the detail, which quotes the request, is logged only
 	}
 }
 

@@ -220,6 +220,9 @@ func (w *response) send(last bool) {
 			out = w.chunkIn(out, len(out)-len(body))
 		}
 		w.sentHead = true
+		if w.body != nil {
+			w.body.headSent = true
+		}
 	} else {
 		out = *b
 		if w.chunked && len(out) > 0 {
@@ -355,6 +358,11 @@ func (w *response) shouldClose() bool {
 	}
 	if w.body != nil && !w.body.eof && w.body.cl > maxDrain {
 		return true // an unread body too large to drain
+	}
+	if w.body != nil && w.body.sendContinue {
+		// The client waits for a "100 Continue" that cannot follow this
+		// head: its body may never come (as net/http, close).
+		return true
 	}
 	return w.c.s.shuttingDown()
 }

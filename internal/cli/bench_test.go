@@ -299,7 +299,8 @@ func TestBenchLLM(t *testing.T) {
 	ports := testkit.PortBlock(t, 3) // mock, gateway, its admin
 	stdout, stderr, code = runStrait(t, 2*time.Minute, "bench", "llm-layers", "--strait", straitBin,
 		"--mock-port", strconv.Itoa(ports), "--gateway-port", strconv.Itoa(ports+1), "--pairs", "openai>anthropic",
-		"--modes", "stream", "--rate", "30", "--latency", "100ms", "--warmup", "500ms", "--duration", "2s", "--quiet")
+		"--modes", "stream", "--rate", "30", "--latency", "100ms", "--warmup", "500ms", "--duration", "2s", "--quiet",
+		"--http1-server", "strait")
 	if code != 0 {
 		t.Fatalf("bench llm-layers: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -324,6 +325,10 @@ func TestBenchLLM(t *testing.T) {
 	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--gateway-env", "GOGC")
 	if code == 0 || !strings.Contains(stderr, "--gateway-env") {
 		t.Errorf("--gateway-env GOGC: exit %d, stderr %q; want a refusal naming the flag", code, stderr)
+	}
+	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--http1-server", "x/net")
+	if code == 0 || !strings.Contains(stderr, "--http1-server") {
+		t.Errorf("--http1-server x/net: exit %d, stderr %q; want a refusal naming the flag", code, stderr)
 	}
 	_, stderr, code = runStrait(t, time.Minute, "bench", "llm-layers", "--http2-server", "x/net")
 	if code == 0 || !strings.Contains(stderr, "--http2-server") {

@@ -22,7 +22,7 @@ const llmLayersConfig = `admin: {listen: %q}
 log: {level: warn}
 llm:
   listeners:
-    - {listen: %q, protocols: [http1, h2c], http2_server: %s}
+    - {listen: %q, protocols: [http1, h2c], http1_server: %s, http2_server: %s}
   api_keys:
     - {name: bench, key: %q}
   providers:
@@ -61,6 +61,7 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	mockPort := fs.Int("mock-port", 28000, "port of the mock provider started for the run")
 	gatewayPort := fs.Int("gateway-port", 28080, "port of the gateway (its admin listener takes the next port)")
 	strait := fs.String("strait", "", "strait binary to run the mock and the gateway with (default: this one)")
+	h1server := fs.String("http1-server", "net/http", "the gateway listener's http1_server: net/http or strait")
 	h2server := fs.String("http2-server", "net/http", "the gateway listener's http2_server: net/http or strait")
 	outDir := fs.String("out-dir", "", "write one result JSON per run here (for strait bench compare)")
 	jsonPath := fs.String("json", "", "write every run's result, as a JSON array, to this file")
@@ -122,10 +123,13 @@ func runBenchLLMLayers(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	const key = "strait-bench-key"
 	mockURL := "http://" + mockAddr
+	if *h1server != "net/http" && *h1server != "strait" {
+		return fmt.Errorf("--http1-server: %q: use net/http or strait", *h1server)
+	}
 	if *h2server != "net/http" && *h2server != "strait" {
 		return fmt.Errorf("--http2-server: %q: use net/http or strait", *h2server)
 	}
-	cfg := fmt.Sprintf(llmLayersConfig, fmt.Sprintf("127.0.0.1:%d", *gatewayPort+1), gwAddr, *h2server, key, mockURL, upstream, mockURL, upstream)
+	cfg := fmt.Sprintf(llmLayersConfig, fmt.Sprintf("127.0.0.1:%d", *gatewayPort+1), gwAddr, *h1server, *h2server, key, mockURL, upstream, mockURL, upstream)
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err

@@ -182,6 +182,11 @@ func (c *conn) awaitRequest(first bool) bool {
 		wait = orDefault(c.s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(wait))
+	if c.closing() {
+		// Shutdown found the connection idle before the deadline above
+		// was set, which would have undone its own.
+		return false
+	}
 	for {
 		n, err := c.nc.Read(c.first[:])
 		if n == 1 {

@@ -489,19 +489,26 @@ func TestClientDisconnectCancelsProvider(t *testing.T) {
 			}
 			cancel()
 			resp.Body.Close()
-			select {
-			case <-cancelled:
-			case <-time.After(waitLimit):
-				t.Fatal("the provider request was not cancelled after the client left")
-			}
-			eventually(t, "the request to be counted", func() bool {
-				n, _ := h.metric(t, "strait_llm_errors_total", "kind", "client_gone")
-				return n == 1
-			})
-			if n, _ := h.metric(t, "strait_llm_requests_total", "code", "499"); n != 1 {
-				t.Errorf("requests with code 499: %v, want 1", n)
-			}
+			clientGone(t, h, cancelled)
 		})
+	}
+}
+
+// clientGone checks that the provider request of a client that left is
+// cancelled, and that the request is counted as client_gone, code 499.
+func clientGone(t *testing.T, h *harness, cancelled <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-cancelled:
+	case <-time.After(waitLimit):
+		t.Fatal("the provider request was not cancelled after the client left")
+	}
+	eventually(t, "the request to be counted", func() bool {
+		n, _ := h.metric(t, "strait_llm_errors_total", "kind", "client_gone")
+		return n == 1
+	})
+	if n, _ := h.metric(t, "strait_llm_requests_total", "code", "499"); n != 1 {
+		t.Errorf("requests with code 499: %v, want 1", n)
 	}
 }
 

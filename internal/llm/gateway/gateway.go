@@ -393,13 +393,7 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 		BaseContext:          g.baseCtx,
 		Log:                  g.log,
 	}
-	srv.RegisterOnShutdown(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		stop := context.AfterFunc(g.baseCtx, func() { time.AfterFunc(leanCloseGrace, cancel) })
-		defer stop()
-		_ = lean.Shutdown(ctx)
-	})
+	g.stopWith(srv, lean.Shutdown)
 	return lean
 }
 
@@ -410,8 +404,7 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 // requests in flight are closed.
 func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
 	lean := &h1server.Server{
-		Handler: srv.Handler, // the gateway, behind the h2c upgrade's handler when h2c is spoken
-
+		Handler:           srv.Handler, // the gateway, behind the h2c upgrade's handler when h2c is spoken
 		MaxHeaderBytes:    srv.MaxHeaderBytes,
 		IdleTimeout:       srv.IdleTimeout,
 		ReadHeaderTimeout: srv.ReadHeaderTimeout,
@@ -420,14 +413,21 @@ func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
 		BaseContext: context.WithValue(g.baseCtx, http.ServerContextKey, srv),
 		Log:         g.log,
 	}
+	g.stopWith(srv, lean.Shutdown)
+	return lean
+}
+
+// stopWith has srv's Shutdown stop one of Strait's own servers too:
+// shutdown drains it, and is cut short leanCloseGrace after the gateway's
+// Shutdown aborts the requests in flight.
+func (g *Gateway) stopWith(srv *http.Server, shutdown func(context.Context) error) {
 	srv.RegisterOnShutdown(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		stop := context.AfterFunc(g.baseCtx, func() { time.AfterFunc(leanCloseGrace, cancel) })
 		defer stop()
-		_ = lean.Shutdown(ctx)
+		_ = shutdown(ctx)
 	})
-	return lean
 }
 
 // Ready reports nil while the gateway serves on at least one listener and is

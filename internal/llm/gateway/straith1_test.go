@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/straitgw/strait/internal/llm/translate"
 )
@@ -125,18 +124,7 @@ func TestStraitHTTP1ClientLeaving(t *testing.T) {
 				"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 			eventually(t, "the request to reach the provider", func() bool { return h.openai.count() == 1 })
 			conn.Close()
-			select {
-			case <-cancelled:
-			case <-time.After(waitLimit):
-				t.Fatal("the provider request was not cancelled after the client left")
-			}
-			eventually(t, "the request to be counted", func() bool {
-				n, _ := h.metric(t, "strait_llm_errors_total", "kind", "client_gone")
-				return n == 1
-			})
-			if n, _ := h.metric(t, "strait_llm_requests_total", "code", "499"); n != 1 {
-				t.Errorf("requests with code 499: %v, want 1", n)
-			}
+			clientGone(t, h, cancelled)
 		})
 	}
 }
@@ -155,32 +143,5 @@ func TestStraitHTTP1Shutdown(t *testing.T) {
 // and one whose body is past max_body_bytes gets 413; the provider hears
 // of neither.
 func TestStraitHTTP1BodyLimits(t *testing.T) {
-	h := newHarness(t, harnessConfig{listener: Listener{StraitHTTP1: true}, edit: func(o *Options) {
-		o.BodyReadTimeout = 300 * time.Millisecond
-		o.MaxBodyBytes = 4 << 10
-	}})
-	for _, d := range dialects {
-		pr, pw := io.Pipe()
-		go pw.Write([]byte(`{"model":"gpt-4o","messages":[`))
-		req, _ := http.NewRequest(http.MethodPost, h.url+endpoint(d), pr)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		if d == translate.Anthropic {
-			req.Header.Set("Anthropic-Version", "2023-06-01")
-		}
-		rp := read(t, d, must(client(false).Do(req)))
-		pw.Close()
-		if rp.status != http.StatusRequestTimeout || rp.errType != "timeout_error" || !strings.Contains(rp.errMsg, "body_read_timeout") {
-			t.Errorf("%s stalled body: status %d error %q %q; want 408 timeout_error naming body_read_timeout", d, rp.status, rp.errType, rp.errMsg)
-		}
-		big := requestBody(d, modelFor(d), false)
-		big = strings.Replace(big, `"messages":[`, `"metadata":{"pad":"`+strings.Repeat("x", 8<<10)+`"},"messages":[`, 1)
-		rp = read(t, d, h.post(t, client(false), d, endpoint(d), big))
-		if rp.status != http.StatusRequestEntityTooLarge {
-			t.Errorf("%s body past max_body_bytes: status %d, want 413", d, rp.status)
-		}
-	}
-	if n := h.openai.count() + h.anthropic.count(); n != 0 {
-		t.Errorf("the provider got %d requests", n)
-	}
+	bodyLimits(t, Listener{StraitHTTP1: true}, client(false))
 }

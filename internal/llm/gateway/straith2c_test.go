@@ -188,34 +188,42 @@ func TestH2CServersShutdown(t *testing.T) {
 func TestH2CServersBodyLimits(t *testing.T) {
 	for _, srv := range h2Servers {
 		t.Run(srv.name, func(t *testing.T) {
-			h := newHarness(t, harnessConfig{listener: Listener{StraitH2C: srv.strait}, edit: func(o *Options) {
-				o.BodyReadTimeout = 300 * time.Millisecond
-				o.MaxBodyBytes = 4 << 10
-			}})
-			for _, d := range dialects {
-				pr, pw := io.Pipe()
-				go pw.Write([]byte(`{"model":"gpt-4o","messages":[`))
-				req, _ := http.NewRequest(http.MethodPost, h.url+endpoint(d), pr)
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+testKey)
-				if d == translate.Anthropic {
-					req.Header.Set("Anthropic-Version", "2023-06-01")
-				}
-				rp := read(t, d, must(xnetH2CClient().Do(req)))
-				pw.Close()
-				if rp.status != http.StatusRequestTimeout || rp.errType != "timeout_error" || !strings.Contains(rp.errMsg, "body_read_timeout") {
-					t.Errorf("%s stalled body: status %d error %q %q; want 408 timeout_error naming body_read_timeout", d, rp.status, rp.errType, rp.errMsg)
-				}
-				big := requestBody(d, modelFor(d), false)
-				big = strings.Replace(big, `"messages":[`, `"metadata":{"pad":"`+strings.Repeat("x", 8<<10)+`"},"messages":[`, 1)
-				rp = read(t, d, h.post(t, xnetH2CClient(), d, endpoint(d), big))
-				if rp.status != http.StatusRequestEntityTooLarge {
-					t.Errorf("%s body past max_body_bytes: status %d, want 413", d, rp.status)
-				}
-			}
-			if n := h.openai.count() + h.anthropic.count(); n != 0 {
-				t.Errorf("the provider got %d requests", n)
-			}
+			bodyLimits(t, Listener{StraitH2C: srv.strait}, xnetH2CClient())
 		})
+	}
+}
+
+// bodyLimits checks, on a gateway serving l, that a client c that stalls
+// inside its body gets 408 after body_read_timeout, and one whose body is
+// past max_body_bytes gets 413; the provider hears of neither.
+func bodyLimits(t *testing.T, l Listener, c *http.Client) {
+	t.Helper()
+	h := newHarness(t, harnessConfig{listener: l, edit: func(o *Options) {
+		o.BodyReadTimeout = 300 * time.Millisecond
+		o.MaxBodyBytes = 4 << 10
+	}})
+	for _, d := range dialects {
+		pr, pw := io.Pipe()
+		go pw.Write([]byte(`{"model":"gpt-4o","messages":[`))
+		req, _ := http.NewRequest(http.MethodPost, h.url+endpoint(d), pr)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		if d == translate.Anthropic {
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+		}
+		rp := read(t, d, must(c.Do(req)))
+		pw.Close()
+		if rp.status != http.StatusRequestTimeout || rp.errType != "timeout_error" || !strings.Contains(rp.errMsg, "body_read_timeout") {
+			t.Errorf("%s stalled body: status %d error %q %q; want 408 timeout_error naming body_read_timeout", d, rp.status, rp.errType, rp.errMsg)
+		}
+		big := requestBody(d, modelFor(d), false)
+		big = strings.Replace(big, `"messages":[`, `"metadata":{"pad":"`+strings.Repeat("x", 8<<10)+`"},"messages":[`, 1)
+		rp = read(t, d, h.post(t, c, d, endpoint(d), big))
+		if rp.status != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s body past max_body_bytes: status %d, want 413", d, rp.status)
+		}
+	}
+	if n := h.openai.count() + h.anthropic.count(); n != 0 {
+		t.Errorf("the provider got %d requests", n)
 	}
 }

@@ -41,7 +41,8 @@ type conn struct {
 	limit   int64         // bytes the reader may still take (the header's bound)
 	first   [1]byte       // a request's first byte, read before br is taken
 	hasByte bool
-	scratch []byte // where a response's head is put together
+	scratch []byte    // where a response's head is put together
+	writeDL time.Time // the write deadline last set (setWriteDeadline)
 
 	mu     sync.Mutex
 	state  int                     // idle (waiting for a request) or active
@@ -337,8 +338,18 @@ func (c *conn) writeError(code int, msg string) {
 	_, _ = io.WriteString(c.nc, out)
 }
 
+// setWriteDeadline bounds the next write by WriteTimeout. The deadline is
+// moved only once half of it has passed, so that a stream's many small
+// writes do not each move a timer in the runtime's heap: a write is
+// bounded by at most WriteTimeout and at least half of it.
 func (c *conn) setWriteDeadline() {
-	_ = c.nc.SetWriteDeadline(time.Now().Add(orDefault(c.s.WriteTimeout, DefaultWriteTimeout)))
+	d := orDefault(c.s.WriteTimeout, DefaultWriteTimeout)
+	now := time.Now()
+	if c.writeDL.Sub(now) >= d/2 {
+		return
+	}
+	c.writeDL = now.Add(d)
+	_ = c.nc.SetWriteDeadline(c.writeDL)
 }
 
 // check makes the checks net/http's server makes on a request beyond its

@@ -530,3 +530,38 @@ func TestHijack(t *testing.T) {
 		t.Errorf("after the handler closed it the client read %q, %v", b, err)
 	}
 }
+
+// TestWriteTimeout: a client that stops reading cannot hold a handler's
+// writes past WriteTimeout, however many small writes it makes (the
+// deadline is moved only now and then).
+func TestWriteTimeout(t *testing.T) {
+	failed := make(chan error, 1)
+	s := &Server{WriteTimeout: 200 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 4<<10))
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			w.Write(chunk)
+			if err := w.(interface{ FlushError() error }).FlushError(); err != nil {
+				failed <- err
+				return
+			}
+		}
+		failed <- nil
+	})}
+	addr := serve(t, s)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case err := <-failed:
+		if !isTimeout(err) {
+			t.Errorf("the handler's write ended with %v, want a timeout", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the handler's writes to a client that does not read did not time out")
+	}
+}

@@ -187,7 +187,10 @@ func (w *response) SetReadDeadline(t time.Time) error { return w.c.nc.SetReadDea
 
 // SetWriteDeadline bounds the response's writes; WriteTimeout bounds each
 // of them anyway.
-func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error {
+	w.c.writeDL = t
+	return w.c.nc.SetWriteDeadline(t)
+}
 
 // headRoom is the space kept in front of a response's first body bytes
 // for its head; a bigger head is written in front by a copy.

@@ -18,7 +18,7 @@ import (
 
 // serve starts s on a loopback listener and returns its address; the
 // server is closed when the test ends.
-func serve(t *testing.T, s *Server) string {
+func serve(t testing.TB, s *Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

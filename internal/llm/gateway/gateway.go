@@ -288,6 +288,7 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 		Protocols:         new(http.Protocols),
 	}
+	var upgrade http.Handler // the h2c upgrade's handler, when h2c is spoken with HTTP/1.1
 	// HTTP/2 is served by x/net's server with a write scheduler whose cost
 	// per frame does not grow with the streams open on the connection
 	// (h2sched): net/http's walks every open stream for every frame, and
@@ -309,7 +310,8 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 			// the HTTP/1.1 "Upgrade: h2c" handshake (RFC 7540 section
 			// 3.2, which clients such as curl --http2 still use) needs
 			// x/net's h2c handler.
-			srv.Handler = h2c.NewHandler(g, h2s)
+			upgrade = h2c.NewHandler(g, h2s)
+			srv.Handler = upgrade
 		}
 	}
 	// Many slow requests share a few HTTP/2 connections when clients
@@ -344,7 +346,7 @@ func (g *Gateway) Serve(ln net.Listener, l Listener) error {
 		}()
 	}
 	if l.StraitHTTP1 && l.TLS == nil && srv.Protocols.HTTP1() {
-		h1 := g.leanH1Server(srv)
+		h1 := g.leanH1Server(srv, upgrade)
 		var pass func(net.Conn) bool
 		if srv.Protocols.UnencryptedHTTP2() && !straitH2C {
 			// HTTP/2 with prior knowledge stays with net/http: sort the
@@ -398,13 +400,14 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 }
 
 // leanH1Server returns Strait's HTTP/1.1 server for srv's HTTP/1.1
-// connections, with srv's limits, stopped with it as leanServer's is:
+// connections, with srv's limits; upgrade, if set, takes the requests
+// asking to upgrade (to h2c). It is stopped with srv as leanServer's is:
 // srv's Shutdown closes its idle connections and the rest after their
 // answers, and those still open leanCloseGrace after Shutdown aborts the
 // requests in flight are closed.
-func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
+func (g *Gateway) leanH1Server(srv *http.Server, upgrade http.Handler) *h1server.Server {
 	lean := &h1server.Server{
-		Handler:           srv.Handler, // the gateway, behind the h2c upgrade's handler when h2c is spoken
+		Handler:           g,
 		MaxHeaderBytes:    srv.MaxHeaderBytes,
 		IdleTimeout:       srv.IdleTimeout,
 		ReadHeaderTimeout: srv.ReadHeaderTimeout,
@@ -412,6 +415,9 @@ func (g *Gateway) leanH1Server(srv *http.Server) *h1server.Server {
 		// settings, which it finds in the request's context.
 		BaseContext: context.WithValue(g.baseCtx, http.ServerContextKey, srv),
 		Log:         g.log,
+	}
+	if upgrade != nil {
+		lean.Upgrade = upgrade
 	}
 	g.stopWith(srv, lean.Shutdown)
 	return lean

@@ -7,13 +7,19 @@
 package gateway
 
 import (
+	"bufio"
+	"context"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Requests waiting for their provider hold little stack, which at
@@ -72,5 +78,73 @@ func TestTranslatedRequestsInFlightHoldSmallStacks(t *testing.T) {
 	}
 	if translated > 2*fast+512 {
 		t.Errorf("a translated request in flight holds %.1f KiB of stack, a fast-path one %.1f KiB: translation left its stack grown more than once", translated/1024, fast/1024)
+	}
+}
+
+// Over Strait's HTTP/1.1 server a request waiting for its provider holds
+// its connection's goroutine, whose stack stays the size it started with:
+// the server's frames and the gateway's fit, with the h2c upgrade's
+// handler kept off the path of requests that do not ask to upgrade (its
+// 512-byte frame took the stack past 4 KiB, to 8 KiB for the life of the
+// connection).
+func TestStraitHTTP1RequestsInFlightHoldSmallStacks(t *testing.T) {
+	const n = 400
+	for _, l := range []Listener{{StraitHTTP1: true}, {HTTP1: true, StraitHTTP1: true}} {
+		prov := &heldProvider{release: make(chan struct{}), body: []byte(openAIJSON("gpt-4o"))}
+		o := bothDialectsOptions()
+		o.Log = slog.New(slog.DiscardHandler)
+		g, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.providers["an"].rt, g.providers["oa"].rt = prov, prov
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go g.Serve(ln, l)
+		addr := ln.Addr().String()
+		body := strings.Replace(referenceBody, `"alias-x"`, `"gpt-4o"`, 1)
+		req := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + testKey +
+			"\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		prov.arrived.Add(n)
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(c, req)
+			conns[i] = c
+		}
+		arrived := make(chan struct{})
+		go func() { prov.arrived.Wait(); close(arrived) }()
+		select {
+		case <-arrived:
+		case <-time.After(waitLimit):
+			t.Fatal("the requests did not all reach the provider")
+		}
+		runtime.ReadMemStats(&m1)
+		start := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+		metrics.Read(start)
+		close(prov.release)
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(waitLimit))
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+				t.Errorf("answer: %v", err)
+			}
+			c.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		g.Shutdown(ctx)
+		cancel()
+		perRequest := float64(int64(m1.StackInuse)-int64(m0.StackInuse)) / n
+		t.Logf("listener %+v: stack per request in flight %.1f KiB (goroutines start with %d B)", l, perRequest/1024, start[0].Value.Uint64())
+		if limit := float64(max(start[0].Value.Uint64(), 4096) + 512); perRequest > limit {
+			t.Errorf("listener %+v: a request in flight holds %.1f KiB of stack, more than %.0f B (goroutines start with %d B): a frame on its path grew it", l, perRequest/1024, limit, start[0].Value.Uint64())
+		}
 	}
 }

@@ -204,7 +204,23 @@ func (t *Transport) get(ctx context.Context) (c *conn, reused bool, err error) {
 
 // dialSlot dials a connection in a slot of open already counted.
 func (t *Transport) dialSlot(ctx context.Context) (*conn, bool, error) {
-	c, err := t.dial(ctx)
+	// The dial runs on a goroutine of its own. The net package's dial,
+	// and a TLS handshake, are deep: on the request's goroutine they
+	// grew its stack to 8 KiB for good, and a goroutine that goes on
+	// serving requests (an HTTP/1.1 server's, one per client connection)
+	// then held that through every later request's wait for its answer.
+	// Dials are rare, connections being reused; the waits are not.
+	type dialed struct {
+		c   *conn
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := t.dial(ctx)
+		ch <- dialed{c, err}
+	}()
+	d := <-ch
+	c, err := d.c, d.err
 	if err != nil {
 		t.freeSlot()
 		return nil, false, err

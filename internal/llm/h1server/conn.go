@@ -443,6 +443,10 @@ func (c *conn) run(w *response, req *http.Request) {
 			w.abandon()
 		}
 	}()
+	if _, ok := req.Header["Upgrade"]; ok && c.s.Upgrade != nil {
+		c.s.Upgrade.ServeHTTP(w, req)
+		return
+	}
 	c.s.Handler.ServeHTTP(w, req)
 }
 

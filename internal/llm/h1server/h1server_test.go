@@ -565,3 +565,34 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal("the handler's writes to a client that does not read did not time out")
 	}
 }
+
+// TestUpgradeHandler: only requests that carry an Upgrade header go to
+// Upgrade; the rest go to Handler directly.
+func TestUpgradeHandler(t *testing.T) {
+	s := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "handler") }),
+		Upgrade: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upgrade") }),
+	}
+	addr := serve(t, s)
+	for _, tc := range []struct{ head, want string }{
+		{"", "handler"},
+		{"Connection: Upgrade\r\nUpgrade: h2c\r\n", "upgrade"},
+		{"Connection: Upgrade\r\nUpgrade: websocket\r\n", "upgrade"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n"+tc.head+"\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if string(b) != tc.want {
+			t.Errorf("%q went to %q, want %q", tc.head, b, tc.want)
+		}
+	}
+}

@@ -48,8 +48,15 @@ const (
 // Server serves HTTP/1.1 connections to Handler. Its fields must not
 // change once it serves.
 type Server struct {
-	// Handler answers every request.
+	// Handler answers every request but those Upgrade takes.
 	Handler http.Handler
+	// Upgrade, if set, answers the requests that carry an Upgrade header
+	// (x/net's h2c handler, say, which takes the connection over for
+	// HTTP/2 and passes anything else on). Kept apart from Handler so
+	// that the requests that do not ask for one run a frame shallower:
+	// a request goroutine that stays within the stack it started with
+	// holds half the memory while it waits.
+	Upgrade http.Handler
 	// MaxHeaderBytes bounds a request's line and header (with 4 KiB of
 	// slack, as net/http allows); a larger one is answered 431.
 	MaxHeaderBytes int

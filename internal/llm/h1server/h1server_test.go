@@ -394,7 +394,7 @@ func TestShutdown(t *testing.T) {
 }
 
 // TestCloseCancels: Close ends the connections at once and cancels their
-// requests.
+// requests, and the watcher ends once the last of them has.
 func TestCloseCancels(t *testing.T) {
 	started := make(chan struct{})
 	cause := make(chan error, 1)
@@ -419,6 +419,19 @@ func TestCloseCancels(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not cancel the request")
+	}
+	// The connection Close left running was the last: the watcher of
+	// clients leaving ends with it.
+	s.mu.Lock()
+	w := s.watch
+	s.mu.Unlock()
+	if w == nil {
+		t.Fatal("no watcher ran")
+	}
+	select {
+	case <-w.ended():
+	case <-time.After(10 * time.Second):
+		t.Error("the watcher still runs after Close and its last connection")
 	}
 }
 

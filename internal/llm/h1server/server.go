@@ -149,7 +149,13 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		s.mu.Lock()
 		delete(s.conns, c.id)
 		s.idle.Broadcast()
+		last := s.shutdown && len(s.conns) == 0
 		s.mu.Unlock()
+		if last {
+			// Shutdown or Close left this connection running: the
+			// watcher ends with it.
+			s.stopWatcher()
+		}
 	}()
 	return c.serve()
 }

@@ -118,3 +118,6 @@ func (w *watcher) close() {
 	syscall.Close(w.wake)
 	syscall.Close(w.ep)
 }
+
+// ended is closed once the loop has returned.
+func (w *watcher) ended() <-chan struct{} { return w.done }

@@ -15,3 +15,9 @@ func newWatcher(*Server) (*watcher, error) {
 func (*watcher) add(*conn) bool { return false }
 func (*watcher) remove(*conn)   {}
 func (*watcher) close()         {}
+
+func (*watcher) ended() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}

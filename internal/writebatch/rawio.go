@@ -139,12 +139,8 @@ func rename(err error, op string) error {
 // it held nothing, and had not ended. It reads through RawConn even under
 // the race detector: what it reads is thrown away with the connection.
 func quietSock(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return true
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConnOf(c)
+	if rc == nil {
 		return true
 	}
 	return quietRaw(rc)

@@ -423,7 +423,7 @@ func (c *Conn) Quiet() bool {
 
 // RawConn returns the socket's raw access, for a caller that watches the
 // socket on its own (for its peer's hang-up, say) while this Conn reads
-// and writes it; nil if the connection is not a TCP socket.
+// and writes it; nil if the connection is not a socket.
 func (c *Conn) RawConn() syscall.RawConn {
 	if c.raw != nil {
 		return c.raw.rc
@@ -432,11 +432,16 @@ func (c *Conn) RawConn() syscall.RawConn {
 	if r, ok := inner.(Replayer); ok {
 		inner, _ = r.Replayed()
 	}
-	tc, ok := inner.(*net.TCPConn)
+	return rawConnOf(inner)
+}
+
+// rawConnOf returns c's socket's raw access, or nil if c has none.
+func rawConnOf(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
+	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -24,15 +25,12 @@ import (
 // request and runs the handler; the watcher, on another, may cancel the
 // request in flight; Shutdown and Close, on others, end it.
 type conn struct {
-	s      *Server
-	id     uint64
-	nc     net.Conn
-	rc     syscall.RawConn // the socket, for the watcher; nil if none
-	remote string
-	log    interface {
-		Debug(string, ...any)
-		Error(string, ...any)
-	}
+	s       *Server
+	id      uint64
+	nc      net.Conn
+	rc      syscall.RawConn // the socket, for the watcher; nil if none
+	remote  string
+	log     *slog.Logger
 	watched bool
 
 	// Read side, the connection goroutine's own.
@@ -65,25 +63,20 @@ var errClientGone = errors.New("the client closed the connection")
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String(), log: s.log()}
-	if r, ok := nc.(interface{ Replayed() (net.Conn, []byte) }); ok {
+	if r, ok := nc.(writebatch.Replayer); ok {
 		// A sniffing listener's connection: read the one beneath, its
 		// bytes first (they are ours now).
 		c.nc, c.head = r.Replayed()
 	}
-	if _, ok := c.nc.(*writebatch.Conn); !ok {
+	wb, ok := c.nc.(*writebatch.Conn)
+	if !ok {
 		// Its reads and writes as raw system calls, each answer in one
 		// write (writebatch.NewDirect); a socket waiting for its next
 		// request holds no read buffer.
-		c.nc = writebatch.NewDirect(c.nc)
+		wb = writebatch.NewDirect(c.nc)
+		c.nc = wb
 	}
-	switch u := c.nc.(type) {
-	case interface{ RawConn() syscall.RawConn }:
-		c.rc = u.RawConn()
-	case syscall.Conn:
-		if rc, err := u.SyscallConn(); err == nil {
-			c.rc = rc
-		}
-	}
+	c.rc = wb.RawConn()
 	return c
 }
 

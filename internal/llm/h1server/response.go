@@ -105,7 +105,11 @@ func (w *response) WriteHeader(code int) {
 	w.status = code
 	h := w.Header()
 	if v, ok := h["Content-Length"]; ok {
-		if n, err := strconv.ParseInt(strings.TrimSpace(firstOf(v)), 10, 64); err == nil && n >= 0 && len(v) == 1 {
+		n, err := int64(-1), error(nil)
+		if len(v) == 1 {
+			n, err = strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
+		}
+		if err == nil && n >= 0 {
 			w.cl = n
 		} else {
 			delete(h, "Content-Length")
@@ -115,13 +119,6 @@ func (w *response) WriteHeader(code int) {
 		delete(h, "Content-Length")
 		w.cl = -1
 	}
-}
-
-func firstOf(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
 }
 
 func (w *response) bodyAllowed() bool {
@@ -309,43 +306,50 @@ func (w *response) appendHead(dst []byte, complete bool, body []byte) []byte {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !httpguts.ValidHeaderFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
-			continue
-		}
-		for _, v := range h[k] {
-			dst = append(dst, k...)
-			dst = append(dst, ": "...)
-			dst = appendValue(dst, v)
-			dst = append(dst, "\r\n"...)
+		if !strings.HasPrefix(k, http.TrailerPrefix) {
+			dst = appendField(dst, k, h[k])
 		}
 	}
 	return append(dst, "\r\n"...)
+}
+
+// appendField appends k's lines, one per value, with line breaks in the
+// values made spaces, as net/http does: a value cannot start a field of
+// its own. An invalid name is left out.
+func appendField(dst []byte, k string, vs []string) []byte {
+	if !httpguts.ValidHeaderFieldName(k) {
+		return dst
+	}
+	for _, v := range vs {
+		dst = append(dst, k...)
+		dst = append(dst, ": "...)
+		v = strings.TrimSpace(v)
+		for i := 0; i < len(v); i++ {
+			switch ch := v[i]; ch {
+			case '\r', '\n':
+				dst = append(dst, ' ')
+			default:
+				dst = append(dst, ch)
+			}
+		}
+		dst = append(dst, "\r\n"...)
+	}
+	return dst
 }
 
 // appendTrailers appends the trailer fields of a chunked answer: those
 // the handler declared in its Trailer header and set, and those it set
 // with http.TrailerPrefix, as net/http sends them.
 func (w *response) appendTrailers(dst []byte) []byte {
-	add := func(k string, vs []string) {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return
-		}
-		for _, v := range vs {
-			dst = append(dst, k...)
-			dst = append(dst, ": "...)
-			dst = appendValue(dst, v)
-			dst = append(dst, "\r\n"...)
-		}
-	}
 	for _, decl := range w.hdr["Trailer"] {
 		for k := range strings.SplitSeq(decl, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
-			add(k, w.hdr[k])
+			dst = appendField(dst, k, w.hdr[k])
 		}
 	}
 	for k, vs := range w.hdr {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-			add(http.CanonicalHeaderKey(name), vs)
+			dst = appendField(dst, http.CanonicalHeaderKey(name), vs)
 		}
 	}
 	return dst
@@ -368,21 +372,6 @@ func (w *response) shouldClose() bool {
 		return true
 	}
 	return w.c.s.shuttingDown()
-}
-
-// appendValue appends a header value with line breaks made spaces, as
-// net/http does: a value cannot start a header of its own.
-func appendValue(dst []byte, v string) []byte {
-	v = strings.TrimSpace(v)
-	for i := 0; i < len(v); i++ {
-		switch ch := v[i]; ch {
-		case '\r', '\n':
-			dst = append(dst, ' ')
-		default:
-			dst = append(dst, ch)
-		}
-	}
-	return dst
 }
 
 var dateCache struct {

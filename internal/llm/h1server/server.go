@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -76,9 +77,12 @@ type Server struct {
 	// Debug and Error; nil discards them.
 	Log *slog.Logger
 
-	mu       sync.Mutex
-	conns    map[uint64]*conn
-	shutdown bool
+	mu    sync.Mutex
+	conns map[uint64]*conn
+	// shutdown is set under mu; it is read without it on every request
+	// (shuttingDown), so that requests on many connections do not take
+	// the server's lock in turn.
+	shutdown atomic.Bool
 	idle     sync.Cond // signalled when a connection ends
 	nextID   uint64
 	watch    *watcher // nil until a connection needs it, or if none can be made
@@ -129,7 +133,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 	c := newConn(s, nc)
 	s.mu.Lock()
 	s.init()
-	if s.shutdown {
+	if s.shutdown.Load() {
 		s.mu.Unlock()
 		nc.Close()
 		return ErrServerClosed
@@ -149,7 +153,7 @@ func (s *Server) ServeConn(nc net.Conn) error {
 		s.mu.Lock()
 		delete(s.conns, c.id)
 		s.idle.Broadcast()
-		last := s.shutdown && len(s.conns) == 0
+		last := s.shutdown.Load() && len(s.conns) == 0
 		s.mu.Unlock()
 		if last {
 			// Shutdown or Close left this connection running: the
@@ -226,7 +230,7 @@ func (s *Server) stop() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
-	s.shutdown = true
+	s.shutdown.Store(true)
 	cs := make([]*conn, 0, len(s.conns))
 	for _, c := range s.conns {
 		cs = append(cs, c)
@@ -234,11 +238,7 @@ func (s *Server) stop() []*conn {
 	return cs
 }
 
-func (s *Server) shuttingDown() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shutdown
-}
+func (s *Server) shuttingDown() bool { return s.shutdown.Load() }
 
 // stopWatcher ends the watcher once no connection is left to watch.
 func (s *Server) stopWatcher() {

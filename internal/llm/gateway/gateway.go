@@ -408,6 +408,7 @@ func (g *Gateway) leanServer(srv *http.Server) *h2server.Server {
 func (g *Gateway) leanH1Server(srv *http.Server, upgrade http.Handler) *h1server.Server {
 	lean := &h1server.Server{
 		Handler:           g,
+		Upgrade:           upgrade,
 		MaxHeaderBytes:    srv.MaxHeaderBytes,
 		IdleTimeout:       srv.IdleTimeout,
 		ReadHeaderTimeout: srv.ReadHeaderTimeout,
@@ -415,9 +416,6 @@ func (g *Gateway) leanH1Server(srv *http.Server, upgrade http.Handler) *h1server
 		// settings, which it finds in the request's context.
 		BaseContext: context.WithValue(g.baseCtx, http.ServerContextKey, srv),
 		Log:         g.log,
-	}
-	if upgrade != nil {
-		lean.Upgrade = upgrade
 	}
 	g.stopWith(srv, lean.Shutdown)
 	return lean

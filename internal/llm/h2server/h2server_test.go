@@ -421,3 +421,22 @@ func TestTrailers(t *testing.T) {
 		t.Fatalf("%q trailers %v", b, resp.Trailer)
 	}
 }
+
+// TestLowerKey checks that response header names are lowered as HTTP/2
+// requires, and that a name seen before is lowered without allocating
+// (a canonical name otherwise costs an allocation on every response).
+func TestLowerKey(t *testing.T) {
+	for k, want := range map[string]string{
+		"Content-Type": "content-type", "X-Strait-Overhead-Us": "x-strait-overhead-us",
+		"already-lower": "already-lower", "ETag": "etag",
+	} {
+		if got := lowerKey(k); got != want {
+			t.Errorf("lowerKey(%q) = %q, want %q", k, got, want)
+		}
+	}
+	k := string([]byte("X-Strait-Trace"))
+	lowerKey(k)
+	if n := testing.AllocsPerRun(100, func() { _ = lowerKey(k) }); n != 0 {
+		t.Errorf("lowerKey of a name seen before allocates %v times", n)
+	}
+}

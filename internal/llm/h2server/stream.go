@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/straitgw/strait/internal/h2frames"
@@ -558,22 +559,29 @@ func validResponseField(k string) bool {
 	return !strings.HasPrefix(k, http.TrailerPrefix) && httpguts.ValidHeaderFieldName(k)
 }
 
-var lowerKeys = map[string]string{}
+// lowerCache maps the header names handlers use to their HTTP/2 (lower
+// case) form, so that a response's names cost no allocation after the
+// first: strings.ToLower allocates for every canonical name. Names come
+// from handlers, not from clients, so the set is small; it is bounded all
+// the same, and a name past the bound is lowered each time.
+var (
+	lowerCache sync.Map // string → string
+	lowerCount atomic.Int32
+)
 
-func init() {
-	for _, k := range []string{"Content-Type", "Content-Length", "Cache-Control", "Date", "Server",
-		"Retry-After", "X-Request-Id", "Request-Id", "Openai-Processing-Ms", "Openai-Version",
-		"Anthropic-Version", "X-Content-Type-Options", "Strait-Overhead", "Strait-Trace", "Location",
-		"Www-Authenticate", "Vary", "Content-Encoding", "X-Accel-Buffering"} {
-		lowerKeys[k] = strings.ToLower(k)
-	}
-}
+const maxLowerCache = 1024
 
 func lowerKey(k string) string {
-	if l, ok := lowerKeys[k]; ok {
-		return l
+	if l, ok := lowerCache.Load(k); ok {
+		return l.(string)
 	}
-	return strings.ToLower(k)
+	l := strings.ToLower(k)
+	if lowerCount.Load() < maxLowerCache {
+		if _, loaded := lowerCache.LoadOrStore(k, l); !loaded {
+			lowerCount.Add(1)
+		}
+	}
+	return l
 }
 
 // body is a request's body, fed by the connection's reader.

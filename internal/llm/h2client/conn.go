@@ -12,7 +12,6 @@ import (
 	"github.com/straitgw/strait/internal/h2frames"
 	"github.com/straitgw/strait/internal/writebatch"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 const (
@@ -62,8 +61,10 @@ type conn struct {
 	nc   net.Conn
 	addr string
 
-	// fr is the reader's (and newConn's, before the reader starts).
+	// fr and hb are the reader's (and newConn's, before the reader
+	// starts).
 	fr *http2.Framer
+	hb headerBlock
 
 	// wmu serialises writes; the HPACK encoder and the write buffer are
 	// under it. It is taken before mu, never while mu is held.
@@ -121,9 +122,7 @@ func newConn(t *Transport, nc net.Conn, ctx context.Context) (*conn, error) {
 	// A DATA frame is handled (its bytes copied out) before the next is
 	// read, so one frame value serves them all.
 	c.fr.SetReuseFrames()
-	c.fr.MaxHeaderListSize = maxHeaderListSize
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.ReadMetaHeaders.SetMaxStringLength(maxHeaderListSize)
+	c.hb.dec = h2frames.NewHeaderDecoder(4096, maxHeaderListSize)
 
 	b := append([]byte(nil), http2.ClientPreface...)
 	b = h2frames.AppendSettings(b,
@@ -317,9 +316,6 @@ func (c *conn) readLoop() {
 				if d := c.fr.ErrorDetail(); d != nil {
 					what = d.Error()
 				}
-				if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh != nil && mh.Truncated {
-					what = fmt.Sprintf("the response's header list is larger than %d bytes", maxHeaderListSize)
-				}
 				c.fail(fmt.Errorf("protocol error: %s", what), http2.ErrCode(ce))
 				return
 			}
@@ -365,8 +361,10 @@ func protoErr(format string, args ...any) error {
 // handle acts on one frame from the server.
 func (c *conn) handle(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
-		return c.onHeaders(f)
+	case *http2.HeadersFrame:
+		return c.onHeadersFrame(f)
+	case *http2.ContinuationFrame:
+		return c.onContinuation(f)
 	case *http2.DataFrame:
 		return c.onData(f)
 	case *http2.RSTStreamFrame:
@@ -397,9 +395,6 @@ func (c *conn) handle(f http2.Frame) error {
 		return c.onWindowUpdate(f)
 	case *http2.PushPromiseFrame:
 		return protoErr("the server sent PUSH_PROMISE, which the client disabled")
-	case *http2.HeadersFrame, *http2.ContinuationFrame:
-		// ReadMetaHeaders turns these into MetaHeadersFrames.
-		return protoErr("unexpected %v frame", f.Header().Type)
 	}
 	return nil // PRIORITY and unknown frame types are ignored
 }
@@ -430,9 +425,9 @@ func (c *conn) stream(id uint32, what string) (*stream, error) {
 	return c.streams[id], nil
 }
 
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+func (c *conn) onHeaders(f *decodedBlock) error {
 	c.mu.Lock()
-	s, err := c.stream(f.StreamID, "HEADERS")
+	s, err := c.stream(f.id, "HEADERS")
 	if err != nil || s == nil {
 		c.mu.Unlock()
 		return err
@@ -440,7 +435,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	serr := s.onHeaders(f)
 	c.unlock()
 	if serr != nil {
-		c.streamError(f.StreamID, http2.ErrCodeProtocol, serr)
+		c.streamError(f.id, http2.ErrCodeProtocol, serr)
 	}
 	return nil
 }

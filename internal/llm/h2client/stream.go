@@ -381,18 +381,18 @@ func (s *stream) cancel(err error) {
 
 // onHeaders takes a HEADERS block for s; c.mu is held. An error is a
 // stream error.
-func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
-	if f.Truncated {
+func (s *stream) onHeaders(f *decodedBlock) error {
+	if f.truncated {
 		return fmt.Errorf("the response's header list is larger than %d bytes", maxHeaderListSize)
 	}
 	if s.resp != nil {
-		if !f.StreamEnded() {
+		if !f.ended {
 			return errors.New("trailers without END_STREAM")
 		}
 		s.end()
 		return nil
 	}
-	status := f.PseudoValue("status")
+	status := f.status()
 	if len(status) != 3 || status[0] < '1' || status[0] > '5' {
 		return fmt.Errorf("invalid :status %q", status)
 	}
@@ -404,12 +404,12 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		if code == 101 {
 			return errors.New(":status 101 is not allowed in HTTP/2")
 		}
-		if f.StreamEnded() {
+		if f.ended {
 			return fmt.Errorf("informational :status %d ends the stream", code)
 		}
 		return nil // 1xx: the real answer follows
 	}
-	regular := f.RegularFields()
+	regular := f.fields[len(f.fields)-f.regularCount():]
 	h := make(http.Header, len(regular))
 	resp := &http.Response{
 		Status:        statusLine(status, code),
@@ -438,7 +438,7 @@ func (s *stream) onHeaders(f *http2.MetaHeadersFrame) error {
 		}
 	}
 	s.resp = resp
-	if f.StreamEnded() {
+	if f.ended {
 		s.end()
 	}
 	if s.waiting {

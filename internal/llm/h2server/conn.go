@@ -13,7 +13,6 @@ import (
 	"github.com/straitgw/strait/internal/h2frames"
 	"github.com/straitgw/strait/internal/writebatch"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 const (
@@ -85,7 +84,7 @@ type conn struct {
 
 	// The reader's own state.
 	fr      *http2.Framer
-	dec     *hpack.Decoder
+	dec     *h2frames.HeaderDecoder
 	hb      headerBlock
 	floods  struct{ pings, settings, resets, windowUpdates, idleFrames, opened counter }
 	fwindow time.Duration
@@ -142,8 +141,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	// A DATA frame is handled (its bytes copied out) before the next is
 	// read, so one frame value serves them all.
 	c.fr.SetReuseFrames()
-	c.dec = hpack.NewDecoder(4096, c.hb.emit)
-	c.dec.SetMaxStringLength(s.maxHeaderBytes())
+	c.dec = h2frames.NewHeaderDecoder(4096, s.maxHeaderBytes())
 	c.hb.max = s.maxHeaderBytes()
 	return c
 }

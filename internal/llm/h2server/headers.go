@@ -16,16 +16,17 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// headerBlock is a request header block being decoded. Fragments are
-// decoded as they arrive, so what a block holds is bounded by the
-// decoded size (MaxHeaderBytes), not by what the client sends.
+// headerBlock is a request header block being received. A block in one
+// frame (nearly all are) is decoded from the frame; one continued over
+// CONTINUATION frames is gathered in raw first, bounded by fragment.
 type headerBlock struct {
 	active    bool
 	id        uint32
 	endStream bool
 	frames    int
-	raw       int // bytes of the block received
-	max       int // MaxHeaderBytes
+	raw       int    // bytes of the block received
+	max       int    // MaxHeaderBytes
+	rawBuf    []byte // the fragments of a block that spans frames
 
 	fields  []hpack.HeaderField
 	size    int  // the decoded list's size, RFC 7541 section 4.1
@@ -123,25 +124,31 @@ func (c *conn) continuation(f *http2.ContinuationFrame) error {
 	return c.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
 }
 
-// fragment decodes part of a header block, and acts on the block when it
-// is whole.
+// fragment takes part of a header block, and decodes and acts on the
+// block when it is whole.
 func (c *conn) fragment(p []byte, end bool) error {
 	hb := &c.hb
 	hb.raw += len(p)
 	if hb.frames > maxBlockFrames || hb.raw > 2*hb.max+1024 {
 		return c.goAway(http2.ErrCodeProtocol, "header block too large")
 	}
-	if _, err := c.dec.Write(p); err != nil {
-		return c.goAway(http2.ErrCodeCompression, "header block does not decode")
-	}
-	if !end {
-		return nil
+	if !end || hb.frames > 1 {
+		hb.rawBuf = append(hb.rawBuf, p...)
+		if !end {
+			return nil
+		}
+		p = hb.rawBuf
 	}
 	hb.active = false
-	if err := c.dec.Close(); err != nil {
+	err := c.dec.Decode(p, hb.emit)
+	if cap(hb.rawBuf) > 64<<10 {
+		hb.rawBuf = nil
+	}
+	hb.rawBuf = hb.rawBuf[:0]
+	if err != nil {
 		return c.goAway(http2.ErrCodeCompression, "header block does not decode")
 	}
-	err := c.block()
+	err = c.block()
 	if cap(hb.fields) > 64 {
 		hb.fields = nil
 	}

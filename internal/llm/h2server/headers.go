@@ -283,6 +283,9 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 		return nil, errors.New("invalid :path")
 	}
 	h := make(http.Header, n)
+	// One backing array for every value: most names come once.
+	vals := make([]string, n)
+	nv := 0
 	var cookies []string
 	declared := int64(-1)
 	for _, f := range fields {
@@ -308,7 +311,13 @@ func (c *conn) newStream(id uint32, fields []hpack.HeaderField, ended bool) (*st
 			continue
 		}
 		k := canonicalKey(f.Name)
-		h[k] = append(h[k], f.Value)
+		if prev, ok := h[k]; ok {
+			h[k] = append(prev, f.Value)
+		} else {
+			vals[nv] = f.Value
+			h[k] = vals[nv : nv+1 : nv+1]
+			nv++
+		}
 	}
 	if !httpguts.ValidHostHeader(authority) {
 		return nil, errors.New("invalid :authority or host")

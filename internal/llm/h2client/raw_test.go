@@ -274,3 +274,104 @@ func FuzzFrames(f *testing.F) {
 		fuzzConn(t, data)
 	})
 }
+
+// TestResponseHeaderBlocks decodes answers whose header blocks use the
+// dynamic table across requests and span CONTINUATION frames, fails the
+// one request whose header list breaks HTTP/2's rules (keeping the
+// connection), and ends the connection whose block does not decode.
+func TestResponseHeaderBlocks(t *testing.T) {
+	// hpack.Encoder (a dynamic table) for every answer on a connection,
+	// as a provider keeps one: the second answer refers to entries the
+	// first added.
+	type answer struct {
+		fields []hpack.HeaderField
+		raw    []byte // instead of fields: a block as is
+		split  bool   // in three frames: HEADERS and two CONTINUATIONs
+	}
+	status := hpack.HeaderField{Name: ":status", Value: "200"}
+	ctype := hpack.HeaderField{Name: "content-type", Value: "application/json"}
+	rid := func(s string) hpack.HeaderField { return hpack.HeaderField{Name: "x-request-id", Value: s} }
+	script := []answer{
+		{fields: []hpack.HeaderField{status, ctype, rid("one")}},
+		{fields: []hpack.HeaderField{status, ctype, rid("two")}, split: true},
+		{fields: []hpack.HeaderField{status, {Name: "X-Upper", Value: "v"}}},
+		{fields: []hpack.HeaderField{status, {Name: ":path", Value: "/"}}},
+		{fields: []hpack.HeaderField{ctype, status}},
+		{fields: []hpack.HeaderField{status, {Name: "x-nul", Value: "a\x00b"}}},
+		{fields: []hpack.HeaderField{status, ctype, rid("three")}},
+		{raw: []byte{0x80}}, // index 0: does not decode
+	}
+	var next atomic.Int32
+	s := newRawServer(t, func(n int, fr *http2.Framer, nc net.Conn) {
+		fr.WriteSettings()
+		var hb bytes.Buffer
+		enc := hpack.NewEncoder(&hb)
+		for {
+			id, err := readHeaders(fr)
+			if err != nil {
+				return
+			}
+			i := int(next.Add(1)) - 1
+			if i >= len(script) {
+				writeAnswer(fr, id, "ok")
+				continue
+			}
+			a := script[i]
+			hb.Reset()
+			for _, f := range a.fields {
+				enc.WriteField(f)
+			}
+			block := hb.Bytes()
+			if a.raw != nil {
+				block = a.raw
+			}
+			if a.split && len(block) >= 3 {
+				k := len(block) / 3
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:k]})
+				fr.WriteContinuation(id, false, block[k:2*k])
+				fr.WriteContinuation(id, true, block[2*k:])
+			} else {
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
+			}
+			fr.WriteData(id, true, []byte("body"))
+		}
+	})
+	tr := newTransport(s.addr())
+	defer tr.CloseIdleConnections()
+	do := func() (*http.Response, error) {
+		resp, err := post(t, context.Background(), tr, "http://"+s.addr()+"/", nil)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	for _, want := range []string{"one", "two"} {
+		resp, err := do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Header.Get("X-Request-Id") != want || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("want request id %q, got header %v", want, resp.Header)
+		}
+	}
+	for _, what := range []string{"an upper-case name", "a request's pseudo-header", "a pseudo-header after a regular field", "a NUL in a value"} {
+		if _, err := do(); err == nil || !strings.Contains(err.Error(), "malformed response") {
+			t.Fatalf("%s: got %v", what, err)
+		}
+	}
+	if resp, err := do(); err != nil || resp.Header.Get("X-Request-Id") != "three" {
+		t.Fatalf("after the malformed answers: %v, %v", err, resp)
+	}
+	if s.conns.Load() != 1 {
+		t.Fatalf("malformed answers ended the connection: %d connections", s.conns.Load())
+	}
+	_, err := do()
+	var ce *ConnError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "does not decode") {
+		t.Fatalf("a block that does not decode: got %v", err)
+	}
+	if _, err := do(); err != nil || s.conns.Load() != 2 {
+		t.Fatalf("after the connection ended: %v on %d connections", err, s.conns.Load())
+	}
+}

@@ -511,7 +511,7 @@ func (c *conn) onReset(f *http2.RSTStreamFrame) error {
 	var serr error = fmt.Errorf("the server reset the stream (%v)", f.ErrCode)
 	serr = &http2StreamErr{addr: c.addr, err: serr}
 	if f.ErrCode == http2.ErrCodeRefusedStream && s.resp == nil {
-		serr = &errRetry{err: serr}
+		serr = &errRetry{err: serr, c: c}
 	}
 	s.fail(serr)
 	c.closeStream(s)
@@ -562,7 +562,7 @@ func (c *conn) onGoAway(f *http2.GoAwayFrame) {
 	c.lastStream = f.LastStreamID
 	for id, s := range c.streams {
 		if id > f.LastStreamID {
-			s.fail(&errRetry{err: &http2StreamErr{addr: c.addr, err: fmt.Errorf("the server is going away (GOAWAY %v) and did not process the request", f.ErrCode)}})
+			s.fail(&errRetry{err: &http2StreamErr{addr: c.addr, err: fmt.Errorf("the server is going away (GOAWAY %v) and did not process the request", f.ErrCode)}, c: c})
 			c.closeStream(s)
 		}
 	}

@@ -99,8 +99,13 @@ func New(o Options) *Transport {
 
 // errRetry marks a stream the server refused or dropped unprocessed
 // (RST_STREAM REFUSED_STREAM, or above a GOAWAY's last stream): the
-// request can go again on another connection.
-type errRetry struct{ err error }
+// request can go again on another connection than c. Another: a server
+// that refuses a stream often sends GOAWAY right after, and the request
+// sent again before the reader has seen it would be refused again.
+type errRetry struct {
+	err error
+	c   *conn
+}
 
 func (e *errRetry) Error() string { return e.err.Error() }
 func (e *errRetry) Unwrap() error { return e.err }
@@ -117,15 +122,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("h2client: CONNECT is not supported")
 	}
+	var avoid *conn
 	for attempt := 0; ; attempt++ {
-		resp, err := t.roundTrip(req)
+		resp, err := t.roundTrip(req, avoid)
 		if err == nil {
 			return resp, nil
 		}
-		rerr, retry := retryable(err)
-		if !retry {
+		var r *errRetry
+		if !errors.As(err, &r) {
 			return nil, err
 		}
+		rerr := r.err
+		avoid = r.c
 		if attempt > 0 || req.Context().Err() != nil {
 			return nil, rerr
 		}
@@ -143,19 +151,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// retryable reports whether err marks a request the server did not
-// process, and returns the error within.
-func retryable(err error) (error, bool) {
-	var r *errRetry
-	if errors.As(err, &r) {
-		return r.err, true
-	}
-	return err, false
-}
-
-func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, avoid *conn) (*http.Response, error) {
 	ctx := req.Context()
-	c, err := t.conn(ctx)
+	c, err := t.conn(ctx, avoid)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -169,15 +167,16 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// conn returns a connection with a stream reserved for the caller,
-// dialing one if every open one is at its server's stream limit.
-func (t *Transport) conn(ctx context.Context) (*conn, error) {
+// conn returns a connection other than avoid with a stream reserved for
+// the caller, dialing one if every open one is at its server's stream
+// limit.
+func (t *Transport) conn(ctx context.Context, avoid *conn) (*conn, error) {
 	t.mu.Lock()
 	var fails uint64
 	waiting := false
 	for {
 		for _, c := range t.conns {
-			if c.reserve() {
+			if c != avoid && c.reserve() {
 				if waiting {
 					t.waiters.Add(-1)
 				}
@@ -221,6 +220,12 @@ func (t *Transport) conn(ctx context.Context) (*conn, error) {
 			t.wake()
 			t.mu.Unlock()
 			return c, nil
+		}
+		if avoid != nil {
+			// No other connection, and no room to dial one: the one to
+			// avoid is better than waiting.
+			avoid = nil
+			continue
 		}
 		if !waiting {
 			// Counted before looking again, so that a stream freed

@@ -135,7 +135,7 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 		}
 		// The connection ended between being picked and being used:
 		// nothing was sent, so the request may go on another.
-		err = &errRetry{err: err}
+		err = &errRetry{err: err, c: c}
 		c.release()
 		c.unlock()
 		c.wmu.Unlock()
@@ -145,7 +145,7 @@ func (c *conn) writeHeaders(s *stream, endStream bool) error {
 		c.release()
 		c.unlock()
 		c.wmu.Unlock()
-		return &errRetry{err: &ConnError{Addr: c.addr, Err: errors.New("the server is going away")}}
+		return &errRetry{err: &ConnError{Addr: c.addr, Err: errors.New("the server is going away")}, c: c}
 	}
 	s.id = c.nextID
 	c.nextID += 2

@@ -413,7 +413,7 @@ func TestHeaderDecoderInterningAllocs(t *testing.T) {
 		}
 	}
 	if raceEnabled {
-		t.Skip("the race detector's instrumentation allocates")
+		return // the race detector's instrumentation allocates; the fields are checked above
 	}
 	allocs := testing.AllocsPerRun(100, func() {
 		fields = fields[:0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2/hpack"
 )
 
@@ -214,6 +215,21 @@ func (d *HeaderDecoder) value(name string, raw []byte) string {
 	}
 	d.lastVals[name] = s
 	return s
+}
+
+// ValidFieldName reports whether name is a token in lower case, as
+// HTTP/2 requires of a field name (RFC 9113 section 8.2.1).
+func ValidFieldName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if b >= 0x80 || !httpguts.IsTokenRune(rune(b)) || 'A' <= b && b <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // at is the field at index i of the static and dynamic tables.

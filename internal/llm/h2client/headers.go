@@ -137,7 +137,7 @@ func (hb *headerBlock) emit(f hpack.HeaderField) {
 		}
 	} else {
 		hb.regular = true
-		if !validFieldName(f.Name) {
+		if !h2frames.ValidFieldName(f.Name) {
 			hb.invalid = fmt.Errorf("invalid field name %q", f.Name)
 			return
 		}
@@ -168,19 +168,4 @@ func checkPseudo(fields []hpack.HeaderField) error {
 		seen = true
 	}
 	return nil
-}
-
-// validFieldName reports whether name is a token in lower case, as
-// HTTP/2 requires of a field name.
-func validFieldName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b >= 0x80 || !httpguts.IsTokenRune(rune(b)) || 'A' <= b && b <= 'Z' {
-			return false
-		}
-	}
-	return true
 }

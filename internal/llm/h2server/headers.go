@@ -67,7 +67,7 @@ func (hb *headerBlock) emit(f hpack.HeaderField) {
 		}
 	} else {
 		hb.regular = true
-		if !validFieldName(f.Name) {
+		if !h2frames.ValidFieldName(f.Name) {
 			hb.bad = "invalid field name " + strconv.Quote(f.Name)
 			return
 		}
@@ -85,21 +85,6 @@ func (hb *headerBlock) emit(f hpack.HeaderField) {
 	if !hb.big {
 		hb.fields = append(hb.fields, f)
 	}
-}
-
-// validFieldName reports whether name is a token in lower case, as
-// HTTP/2 requires of a field name.
-func validFieldName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b >= 0x80 || !httpguts.IsTokenRune(rune(b)) || 'A' <= b && b <= 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // headers starts a header block.

@@ -129,7 +129,7 @@ var rules = []rule{
 	{
 		name: "mockllm is a self-contained test peer: it shares only the JSON scanner, the HTTP/1.1 server and the HTTP/2 and socket plumbing",
 		pkgs: []string{"internal/mockllm/..."},
-		only: []string{"internal/llm/jsonscan", "internal/llm/h1server", "internal/h2sched", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
+		only: []string{"internal/llm/jsonscan", "internal/llm/h1server", "internal/h2sched", "internal/h2frames", "internal/writebatch", "internal/rawsock", "internal/prefacelisten"},
 	},
 	{
 		name: "rawsock (raw socket reads and writes) imports nothing of ours",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/straitgw/strait/internal/h2frames"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -75,7 +76,7 @@ func (c *lconn) fields(block []byte) ([]hpack.HeaderField, error) {
 			}
 		} else {
 			sawRegular = true
-			if !validFieldName(f.Name) {
+			if !h2frames.ValidFieldName(f.Name) {
 				bad = true
 				return
 			}
@@ -109,20 +110,6 @@ func (c *lconn) fields(block []byte) ([]hpack.HeaderField, error) {
 		hb.last, hb.lastFields = hb.last[:0], nil
 	}
 	return fields, nil
-}
-
-// validFieldName reports whether name is a token in lower case, as
-// HTTP/2 requires of a field name.
-func validFieldName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, r := range name {
-		if !httpguts.IsTokenRune(r) || 'A' <= r && r <= 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // staticOnly reports whether every representation in an HPACK block uses

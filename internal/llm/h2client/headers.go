@@ -142,12 +142,12 @@ func (hb *headerBlock) emit(f hpack.HeaderField) {
 			return
 		}
 	}
-	if size := f.Size(); size > hb.remain {
+	size := f.Size()
+	if size > hb.remain {
 		hb.truncated = true
 		return
-	} else {
-		hb.remain -= size
 	}
+	hb.remain -= size
 	hb.fields = append(hb.fields, f)
 }
 

@@ -57,21 +57,11 @@ func TestTranslatedRequestsInFlightHoldSmallStacks(t *testing.T) {
 		done.Wait()
 		return float64(int64(m1.StackInuse)-int64(m0.StackInuse)) / n
 	}
-	newGateway := func(prov *heldProvider) *Gateway {
-		o := bothDialectsOptions()
-		o.Log = slog.New(slog.DiscardHandler)
-		g, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.providers["an"].rt, g.providers["oa"].rt = prov, prov
-		return g
-	}
 	fastProv := &heldProvider{release: make(chan struct{}), body: []byte(openAIJSON("gpt-4o"))}
-	fast := perRequest("gpt-4o", fastProv, newGateway(fastProv))
+	fast := perRequest("gpt-4o", fastProv, heldGateway(t, fastProv))
 	fastStart := start[0].Value.Uint64()
 	trProv := &heldProvider{release: make(chan struct{}), body: []byte(anthropicJSON("claude-x"))}
-	translated := perRequest("claude-x", trProv, newGateway(trProv))
+	translated := perRequest("claude-x", trProv, heldGateway(t, trProv))
 	t.Logf("stack per request in flight: fast path %.1f KiB, translated %.1f KiB (goroutines start with %d B)", fast/1024, translated/1024, fastStart)
 	if limit := float64(max(fastStart, 4096) + 512); fast > limit {
 		t.Errorf("a fast-path request in flight holds %.1f KiB of stack, more than %d B (goroutines start with %d B): a frame under RoundTrip grew it", fast/1024, max(fastStart, 4096), fastStart)
@@ -91,13 +81,7 @@ func TestStraitHTTP1RequestsInFlightHoldSmallStacks(t *testing.T) {
 	const n = 400
 	for _, l := range []Listener{{StraitHTTP1: true}, {HTTP1: true, StraitHTTP1: true}} {
 		prov := &heldProvider{release: make(chan struct{}), body: []byte(openAIJSON("gpt-4o"))}
-		o := bothDialectsOptions()
-		o.Log = slog.New(slog.DiscardHandler)
-		g, err := New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.providers["an"].rt, g.providers["oa"].rt = prov, prov
+		g := heldGateway(t, prov)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -147,4 +131,18 @@ func TestStraitHTTP1RequestsInFlightHoldSmallStacks(t *testing.T) {
 			t.Errorf("listener %+v: a request in flight holds %.1f KiB of stack, more than %.0f B (goroutines start with %d B): a frame on its path grew it", l, perRequest/1024, limit, start[0].Value.Uint64())
 		}
 	}
+}
+
+// heldGateway is a gateway, quiet, whose providers (both dialects) are
+// prov.
+func heldGateway(t *testing.T, prov *heldProvider) *Gateway {
+	t.Helper()
+	o := bothDialectsOptions()
+	o.Log = slog.New(slog.DiscardHandler)
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.providers["an"].rt, g.providers["oa"].rt = prov, prov
+	return g
 }
